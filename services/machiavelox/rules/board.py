@@ -1,0 +1,177 @@
+"""The table's melds and the operations that change them.
+
+Every change of the table is an `Op`: one gesture of one player in one calata that moves cards
+onto the table (from hand or pozzetto) or from one meld to another. The table is always
+``replay(base, live ops)``: the consolidated board plus the ops that the chain (M5.5) may still
+undo. Applying an op live and replaying it use the same code, so an undo is exactly "replay the
+surviving ops".
+
+Meld identity. Melds are named by integer ids. An op reserves three ids when it is created (a new
+meld, the high side of an interior removal, the high half of a long-run split), and replays reuse
+them, so ids are stable across undo. When a replay refers to a split half that the replay never
+created (the removal that split it was undone), the id resolves to the meld it was split from:
+the halves join again, as the cards would on a real table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .cards import Card
+from .melds import split_long_run, split_on_removal
+from .seats import Seat
+
+
+class OpKind(enum.Enum):
+    DIRECT = "direct"  # M5.1: pozzetto cards -> a new meld
+    ATTACH = "attach"  # M5.2: a hand card -> a meld
+    PLACE = "place"  # M5.3 PLACE: a pozzetto card -> a meld
+    MOVE = "move"  # M5.3 MOVE: a table card -> another meld or a new one
+
+
+class Zone(enum.Enum):
+    HAND = "hand"
+    POZZETTO = "pozzetto"
+    TABLE = "table"
+
+
+@dataclass(eq=False)
+class Op:
+    seq: int
+    player: Seat
+    calata: int
+    kind: OpKind
+    cards: tuple[Card, ...]
+    src_zone: Zone
+    src_meld: int | None  # for MOVE: the meld the card left (its id at that time)
+    dst: int  # the destination meld id (for DIRECT and new melds: ids[0])
+    ids: tuple[int, int, int]  # reserved: new meld, removal split, long-run split
+    at_ms: int
+    prev: tuple[int | None, ...] = ()  # per card: the live op that last moved it (M5.5.1)
+    touched: tuple[int, ...] = ()  # meld ids this op touched when it was applied live
+    needs: frozenset[int] = frozenset()  # other calate's ops this op needed (M5.4.4, M5.5.2)
+
+    @property
+    def own_cards(self) -> bool:
+        """True when the op brought the player's own cards to the table (M5.3.7, M7.2)."""
+        return self.src_zone is not Zone.TABLE
+
+
+@dataclass
+class Board:
+    """Melds by id and, for every table card, the id of its meld."""
+
+    melds: dict[int, list[Card]] = field(default_factory=dict)
+    where: dict[Card, int] = field(default_factory=dict)
+    # split half -> the meld it comes from; one registry shared by a table's boards, written
+    # when an op reserves its ids, so a replay can resolve halves it never created.
+    parents: dict[int, int] = field(default_factory=dict)
+    born: set[int] = field(default_factory=set)  # every id that existed on this board
+    last_op: dict[Card, int] = field(default_factory=dict)  # card -> seq of its last live op
+
+    def copy(self) -> Board:
+        return Board(
+            melds={k: list(v) for k, v in self.melds.items()},
+            where=dict(self.where),
+            parents=self.parents,
+            born=set(self.born),
+            last_op=dict(self.last_op),
+        )
+
+    # -- queries -------------------------------------------------------------------------
+    def resolve(self, meld_id: int) -> int:
+        """The id under which `meld_id` lives on this board (see module doc)."""
+        while meld_id not in self.melds and meld_id not in self.born and meld_id in self.parents:
+            meld_id = self.parents[meld_id]
+        return meld_id
+
+    def lineage(self, meld_id: int) -> list[int]:
+        """The meld and the melds it was split from, nearest first."""
+        out = [meld_id]
+        while meld_id in self.parents:
+            meld_id = self.parents[meld_id]
+            out.append(meld_id)
+        return out
+
+    # -- changes -------------------------------------------------------------------------
+    def new_meld(self, meld_id: int, cards: Iterable[Card]) -> None:
+        self.melds[meld_id] = []
+        self.born.add(meld_id)
+        for c in cards:
+            self.melds[meld_id].append(c)
+            self.where[c] = meld_id
+
+    def remove(self, card: Card, split_id: int) -> list[int]:
+        """Take `card` off its meld; returns the meld ids touched (the source, a split half)."""
+        mid = self.where.pop(card)
+        cards = self.melds[mid]
+        halves = split_on_removal(cards, card)
+        if halves is None:
+            cards.remove(card)
+            if not cards:
+                del self.melds[mid]
+            return [mid]
+        low, high = halves
+        self.melds[mid] = low
+        self.new_meld(split_id, high)
+        return [mid, split_id]
+
+    def add(self, card: Card, meld_id: int, split_id: int) -> list[int]:
+        """Put `card` into meld `meld_id` (created if absent); splits a run over 10 (M3.3)."""
+        mid = self.resolve(meld_id)
+        if mid not in self.melds:
+            self.new_meld(mid, ())
+        cards = self.melds[mid]
+        cards.append(card)
+        self.where[card] = mid
+        return [mid, *self._split_if_long(mid, split_id)]
+
+    def _split_if_long(self, mid: int, split_id: int) -> list[int]:
+        halves = split_long_run(self.melds[mid])
+        if halves is None:
+            return []
+        low, high = halves
+        self.melds[mid] = low
+        self.new_meld(split_id, high)
+        return [split_id]
+
+    def apply(self, op: Op) -> list[int]:
+        """Apply one op; returns the meld ids it touched. Used live and by replay."""
+        touched: list[int] = []
+        if op.kind is OpKind.DIRECT:
+            self.new_meld(op.dst, op.cards)
+            touched.append(op.dst)
+            touched += self._split_if_long(op.dst, op.ids[2])
+        else:
+            card = op.cards[0]
+            if op.kind is OpKind.MOVE:
+                touched += self.remove(card, op.ids[1])
+            touched += self.add(card, op.dst, op.ids[2])
+        for c in op.cards:
+            self.last_op[c] = op.seq
+        return touched
+
+    def can_apply(self, op: Op) -> bool:
+        """In a replay an op applies only if its cards are where it expects them (M5.5.1)."""
+        if op.kind is OpKind.MOVE:
+            return all(c in self.where and self.last_op.get(c) == p
+                       for c, p in zip(op.cards, op.prev, strict=True))
+        return all(c not in self.where for c in op.cards)
+
+
+def replay(base: Board, ops: Iterable[Op]) -> tuple[Board, list[Op]]:
+    """The board that results from `ops` applied in order on a copy of `base`.
+
+    Returns the board and the ops that could not apply (their cards are not where they were
+    when the op was made: they depend on an op that is not in `ops`).
+    """
+    board = base.copy()
+    stuck: list[Op] = []
+    for op in ops:
+        if board.can_apply(op):
+            board.apply(op)
+        else:
+            stuck.append(op)
+    return board, stuck

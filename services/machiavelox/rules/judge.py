@@ -1,0 +1,148 @@
+"""Judgement of one calata (M5.4): are the melds it touched regular, and what did it need?
+
+The melds judged are those the calata's ops touched (took from, added to, created: M5.4,
+M5.4.1), in the state its ops produced (M5.4.2). Other calate's work on those melds counts as
+follows:
+- ops of a calata that is still open are "on trial" (M5.4.3): they are left out, neither against
+  nor for, unless the meld is irregular without them and regular with some of them: then the
+  smallest such set (earliest first on ties) counts, and the calata *needs* them (M5.4.4);
+- ops of a confirmed, not yet consolidated calata count like the table they are, and the calata
+  needs each one without which its meld would be irregular (M5.5.2: "what happens to the meld if
+  that card disappears");
+- consolidated work is simply the table.
+A card of another calata that an own op moved is always needed (M5.5.1).
+Leaving ops out is done by replaying the others from the consolidated board (`board.replay`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+from .board import Board, Op, replay
+from .melds import is_regular
+from .state import Calata, CalataStatus
+
+if TYPE_CHECKING:
+    from .table import Table
+
+MAX_TRIAL_SEARCH = 8  # trial ops considered per meld; more are rare and left out (documented)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    irregular: frozenset[int]  # current ids of touched melds left irregular
+    fail_ops: frozenset[int]  # own ops that touched them: what falls (M5.4.5)
+    needs: dict[int, frozenset[int]]  # own op seq -> other calate's ops it needed
+    touched: frozenset[int]  # current ids of every touched meld (the calata's zone, M6.6)
+
+    @property
+    def in_order(self) -> bool:
+        return not self.irregular
+
+
+EMPTY = Judgement(frozenset(), frozenset(), {}, frozenset())
+
+
+def judge(table: Table, cal: Calata, board: Board | None = None,
+          live: Sequence[Op] | None = None) -> Judgement:
+    """Judge `cal` on `board` (default: the live table) whose live ops are `live`."""
+    if board is None:
+        board = table.board
+    if live is None:
+        live = table.live_ops()
+    own = [op for op in live if op.calata == cal.id]
+    if not own:
+        return EMPTY
+    touched_ids = {i for op in own for i in op.touched}
+    current = {mid for mid in board.melds
+               if any(a in touched_ids for a in board.lineage(mid))}
+    foreign = [op for op in live if op.calata != cal.id
+               and table.calate[op.calata].status is not CalataStatus.CONSOLIDATED]
+    irregular: set[int] = set()
+    needs_by_meld: dict[int, frozenset[int]] = {}
+    for mid in current:
+        lineage = set(board.lineage(mid))
+        cards = board.melds[mid]
+        related = [f for f in foreign
+                   if any(x in lineage for x in f.touched) or any(c in cards for c in f.cards)]
+        if not related:
+            if not is_regular(cards):
+                irregular.add(mid)
+            continue
+        needed = _search(table, own, related, live, mid)
+        if needed is None:
+            irregular.add(mid)
+        elif needed:
+            needs_by_meld[mid] = needed
+    fail: set[int] = set()
+    needs: dict[int, frozenset[int]] = {}
+    for op in own:
+        hit = {mid for mid in current if _touches(board, op, mid)}
+        if hit & irregular:
+            fail.add(op.seq)
+        op_needs = frozenset().union(*(needs_by_meld.get(m, frozenset()) for m in hit))
+        if op_needs:
+            needs[op.seq] = op_needs
+    return Judgement(frozenset(irregular), frozenset(fail), needs, frozenset(current))
+
+
+def _touches(board: Board, op: Op, mid: int) -> bool:
+    return any(x in op.touched for x in board.lineage(mid))
+
+
+def _search(table: Table, own: list[Op], related: list[Op], live: Sequence[Op],
+            mid: int) -> frozenset[int] | None:
+    """The other calate's ops the meld needs to be regular, or None if it cannot be."""
+    status = table.calate
+    trial = [f for f in related if status[f.calata].status is CalataStatus.OPEN]
+    settled = [f for f in related if status[f.calata].status is not CalataStatus.OPEN]
+    required = _card_sources(own, live)
+    optional = [f for f in trial if f.seq not in required][:MAX_TRIAL_SEARCH]
+    left_out_always = {f.seq for f in trial if f.seq not in required} - {f.seq for f in optional}
+    own_seqs = {op.seq for op in own}
+    for k in range(len(optional) + 1):
+        for chosen in combinations(optional, k):
+            keep = {f.seq for f in chosen}
+            excluded = {f.seq for f in optional if f.seq not in keep} | left_out_always
+            verdict = _regular_without(table, live, excluded, own_seqs, mid)
+            if verdict is None:
+                continue  # an own op could not stand without these: not a valid choice
+            if not verdict:
+                continue
+            needed = set(keep)
+            for f in settled:  # M5.5.2: settled work it could not do without
+                if _regular_without(table, live, excluded | {f.seq}, own_seqs, mid) is not True:
+                    needed.add(f.seq)
+            return frozenset(needed)
+    return None
+
+
+def _regular_without(table: Table, live: Sequence[Op], excluded: set[int],
+                     own_seqs: set[int], mid: int) -> bool | None:
+    """Is meld `mid` regular when the ops in `excluded` never happened? None if an own op
+    could not be replayed (it used a card of an excluded op)."""
+    board, stuck = replay(table.base, (op for op in live if op.seq not in excluded))
+    if any(op.seq in own_seqs for op in stuck):
+        return None
+    target = board.resolve(mid)
+    if target not in board.melds:
+        return True  # the meld is gone: nothing left irregular
+    return is_regular(board.melds[target])
+
+
+def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:
+    """Ops of other calate whose cards the own ops moved, transitively (M5.5.1)."""
+    by_seq = {op.seq: op for op in live}
+    own_seqs = {op.seq for op in own}
+    out: set[int] = set()
+    stack = [p for op in own for p in op.prev if p is not None]
+    while stack:
+        seq = stack.pop()
+        if seq in out or seq in own_seqs or seq not in by_seq:
+            continue
+        out.add(seq)
+        stack.extend(p for p in by_seq[seq].prev if p is not None)
+    return out

@@ -1,0 +1,109 @@
+"""Meld validity and shape (M3): runs, sets, the circular Ace, splits.
+
+A meld is an unordered collection of physical cards; its order, when it is a run, is derived.
+Pure functions only.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Sequence
+
+from .cards import Card
+
+MAX_RUN_BEFORE_SPLIT = 10  # M3.3: a run longer than this is split in two
+
+
+class MeldKind(enum.Enum):
+    RUN = "run"  # M3.1
+    SET = "set"  # M3.4
+
+
+def classify(cards: Collection[Card]) -> MeldKind | None:
+    """The kind of a regular meld, or None when the cards are not a regular meld (M3)."""
+    n = len(cards)
+    if n < 3:  # M3.5
+        return None
+    it = iter(cards)
+    first = next(it)
+    same_rank = same_suit = True
+    for c in it:
+        if c.rank != first.rank:
+            same_rank = False
+        if c.suit != first.suit:
+            same_suit = False
+    if same_rank:
+        # M3.4: 3 or 4 cards of one rank, suits all different (7♥ 7♥ 7♠ is not a set).
+        if n <= 4 and len({c.suit for c in cards}) == n:
+            return MeldKind.SET
+        return None
+    if same_suit and _is_circular_block({c.rank for c in cards}, n):
+        return MeldKind.RUN  # M3.1, M3.2
+    return None
+
+
+def is_regular(cards: Collection[Card]) -> bool:
+    return classify(cards) is not None
+
+
+def _is_circular_block(ranks: set[int], n: int) -> bool:
+    """True when `ranks` (n distinct values wanted) form one block on the circle A..K (M3.2)."""
+    if len(ranks) != n or n > 13:
+        return False
+    if n == 13:
+        return True
+    # Exactly one rank in the block has no successor: the block's top end.
+    ends = sum(1 for r in ranks if (r % 13) + 1 not in ranks)
+    return ends == 1
+
+
+def run_order(cards: Collection[Card]) -> list[Card]:
+    """The cards of a regular run from its low end to its high end.
+
+    The low end is the card that follows the gap in the circle (Q K A 2 3 starts at Q). A full
+    circle of 13 starts at the Ace.
+    """
+    by_rank = {c.rank: c for c in cards}
+    start = 1 if len(by_rank) == 13 else next(r for r in by_rank if (r - 2) % 13 + 1 not in by_rank)
+    out: list[Card] = []
+    r = start
+    while r in by_rank:
+        out.append(by_rank[r])
+        if len(out) == len(by_rank):
+            break
+        r = (r % 13) + 1
+    return out
+
+
+def display_order(cards: Collection[Card]) -> list[Card]:
+    """A stable order for showing a meld: run order for runs, otherwise by suit then rank."""
+    if classify(cards) is MeldKind.RUN:
+        return run_order(cards)
+    return sorted(cards, key=lambda c: (c.rank, c.suit, c.copy))
+
+
+def split_long_run(cards: Sequence[Card]) -> tuple[list[Card], list[Card]] | None:
+    """M3.3: a regular run of more than 10 cards splits into two runs as equal as possible.
+
+    Decision (docs/rules-decisions.md): the lower half (from the run's low end) gets
+    ``n // 2`` cards and the upper half the rest, so 11 cards split 5 + 6. Returns None when
+    no split is due.
+    """
+    if len(cards) <= MAX_RUN_BEFORE_SPLIT or classify(cards) is not MeldKind.RUN:
+        return None
+    ordered = run_order(cards)
+    half = len(ordered) // 2
+    return ordered[:half], ordered[half:]
+
+
+def split_on_removal(cards: Sequence[Card], removed: Card) -> tuple[list[Card], list[Card]] | None:
+    """Decision (interior removal): taking a card out of the interior of a regular run leaves
+    two melds, the cards on each side of the gap. Returns (low side, high side), or None when
+    the card is at an end, or the meld is not a regular run (then the card just leaves it)."""
+    if classify(cards) is not MeldKind.RUN:
+        return None
+    ordered = run_order(cards)
+    i = ordered.index(removed)
+    if i == 0 or i == len(ordered) - 1:
+        return None
+    return ordered[:i], ordered[i + 1:]

@@ -1,0 +1,67 @@
+"""Set-up and run commands that need only Python 3.11 and pip on a fresh machine.
+
+    python3 tasks.py demo    # the main job
+    python3 tasks.py test    # the whole test suite (what CI runs)
+    python3 tasks.py lint    # ruff and mypy --strict on the hand-written code
+
+Each command creates `.venv` (once) and installs the project into it with its dev extras.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".installed"
+
+
+def run(*cmd: str | Path) -> int:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+
+
+def ensure_venv() -> None:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    if not (BIN / "python").exists() and run(sys.executable, "-m", "venv", VENV) != 0:
+        sys.exit("could not create the virtual environment")
+    pip = [BIN / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    if run(*pip, "-e", ".[dev]") != 0:
+        sys.exit("could not install the project")
+    STAMP.write_text(digest)
+
+
+def demo(args: list[str]) -> int:
+    return run(BIN / "machiavelox", "scenario", "tests/scenarios", *args)
+
+
+def test(args: list[str]) -> int:
+    rc = run(BIN / "python", "-m", "pytest", "-q", *args)
+    return 0 if rc == 0 else rc
+
+
+def lint(args: list[str]) -> int:
+    rc = run(BIN / "ruff", "check", "services", "tests", "tasks.py")
+    return run(BIN / "mypy") or rc
+
+
+COMMANDS = {"demo": demo, "test": test, "lint": lint}
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(__doc__)
+        return 2
+    ensure_venv()
+    return COMMANDS[sys.argv[1]](sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
