@@ -199,6 +199,12 @@ class Table:
         out = [Event("undeclared", self.now_ms, a.player, cards=a.cards)]
         if not ps.pozzetto and ps.hold is not None:
             out.append(self._release_hold(ps, "released"))  # the right to move ends (M5.3.1)
+        cal = self.open_calata(ps.seat)
+        if cal is not None and not ps.pozzetto and any(
+                self.ops[s].kind is OpKind.MOVE for s in cal.ops):
+            # M5.3.2: taking the declared cards back after moving aborts the gesture; judged
+            # now, and without an own card placed the moves are void (M5.3.7).
+            return out + self._conclude(cal, "aborted")
         return out + self._maybe_auto_conclude(ps)
 
     def _direct(self, a: A.Direct) -> list[Event]:
