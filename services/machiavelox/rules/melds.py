@@ -76,10 +76,19 @@ def run_order(cards: Collection[Card]) -> list[Card]:
 
 
 def display_order(cards: Collection[Card]) -> list[Card]:
-    """A stable order for showing a meld: run order for runs, otherwise by suit then rank."""
-    if classify(cards) is MeldKind.RUN:
-        return run_order(cards)
-    return sorted(cards, key=lambda c: (c.rank, c.suit, c.copy))
+    """A stable order for showing a meld, regular or not.
+
+    One suit with distinct ranks (a run, or a run with gaps): around the circle, starting after
+    the widest gap, so Q K A 2 starts at Q and 4 5 6 8 stays in that order. Anything else: by
+    rank, then suit, then copy.
+    """
+    by_rank = sorted(cards, key=lambda c: (c.rank, c.suit, c.copy))
+    ranks = [c.rank for c in by_rank]
+    if len(ranks) < 2 or len({c.suit for c in by_rank}) != 1 or len(set(ranks)) != len(ranks):
+        return by_rank
+    gaps = [((ranks[(i + 1) % len(ranks)] - r) % 13, i) for i, r in enumerate(ranks)]
+    start = (max(gaps)[1] + 1) % len(ranks)
+    return by_rank[start:] + by_rank[:start]
 
 
 def split_long_run(cards: Sequence[Card]) -> tuple[list[Card], list[Card]] | None:

@@ -1,0 +1,171 @@
+"""Expectations evaluated on the live table: `check(table, expectation, matched_events)`.
+
+Each check returns nothing when the expectation holds and raises ScenarioFailure(expected,
+found) otherwise. `expect rejected` is not here: it belongs to the action before it (runner).
+"""
+
+from __future__ import annotations
+
+from machiavelox import rules
+from machiavelox.rules.state import DORMANT_MS
+
+from .cardsets import exact_faces, same_cards, same_melds, show_card, show_cards, show_melds
+from .cardsets import show_specs as specs_text
+from .errors import ScenarioFailure
+from .syntax import (
+    Expect,
+    ExpectCalata,
+    ExpectCards,
+    ExpectDraw,
+    ExpectEvent,
+    ExpectHolding,
+    ExpectMeld,
+    ExpectMeldCount,
+    ExpectPhase,
+    ExpectPoints,
+    ExpectStatus,
+    ExpectTable,
+    ExpectTallone,
+    ExpectWinner,
+)
+
+LONG_MATCHES = "not implemented yet: long matches (M13)"
+
+
+def check(table: rules.Table, exp: Expect, matched: set[int]) -> None:
+    """Raise ScenarioFailure unless `exp` holds; `matched` are the event indices already
+    claimed by earlier `expect event` statements (updated when this one matches)."""
+    match exp:
+        case ExpectCards(zone=zone, player=p, cards=specs):
+            ps = table.players[p]
+            cards = ps.hand if zone == "hand" else ps.pozzetto
+            if not same_cards(specs, cards):
+                raise ScenarioFailure(f"{zone} {p}: {specs_text(specs)}",
+                                      f"{zone} {p}: {show_cards(cards, exact_faces(specs))}")
+        case ExpectTallone(player=p, count=n):
+            found = len(table.players[p].tallone)
+            if found != n:
+                raise ScenarioFailure(f"tallone {p}: {n}", f"tallone {p}: {found}")
+        case ExpectTable(melds=expected):
+            melds = list(table.board.melds.values())
+            if not same_melds(expected, melds):
+                exact = exact_faces(s for m in expected for s in m)
+                want = " ".join(f"[{specs_text(m)}]" for m in expected) or "-"
+                raise ScenarioFailure(f"table: {want}", f"table: {show_melds(melds, exact)}")
+        case ExpectMeld():
+            _check_meld(table, exp)
+        case ExpectMeldCount(count=n):
+            if len(table.board.melds) != n:
+                raise ScenarioFailure(f"melds {n}", f"melds {len(table.board.melds)}: "
+                                      f"{show_melds(table.board.melds.values())}")
+        case ExpectCalata(player=p, open=want_open):
+            is_open = table.open_calata(p) is not None
+            if is_open != want_open:
+                raise ScenarioFailure(f"calata {p} {_open(want_open)}",
+                                      f"calata {p} {_open(is_open)}")
+        case ExpectHolding(player=p, card=spec):
+            hold = table.players[p].hold
+            held = hold.card if hold is not None else None
+            ok = held is None if spec is None else held is not None and spec.matches(held)
+            if not ok:
+                exact = exact_faces([spec]) if spec is not None else set()
+                raise ScenarioFailure(
+                    f"holding {p} {spec if spec is not None else 'none'}",
+                    f"holding {p} {show_card(held, exact) if held is not None else 'none'}")
+        case ExpectPhase(phase=phase):
+            if table.phase.value != phase:
+                raise ScenarioFailure(f"phase {phase}", f"phase {table.phase.value}")
+        case ExpectStatus(player=p, status=status):
+            word = status_word(table, p)
+            if word != status:
+                raise ScenarioFailure(f"status {p} {status}", f"status {p} {word}")
+        case ExpectWinner() | ExpectDraw() | ExpectPoints():
+            _check_result(table, exp)
+        case ExpectEvent(words=words):
+            _check_event(table, list(words), matched)
+        case _:
+            raise AssertionError(f"unknown expectation {exp!r}")
+
+
+def _open(is_open: bool) -> str:
+    return "open" if is_open else "none"
+
+
+def _check_meld(table: rules.Table, exp: ExpectMeld) -> None:
+    want = f"[{specs_text(exp.cards)}]"
+    exact = exact_faces(exp.cards)
+    ids = [mid for mid, cards in table.board.melds.items() if same_cards(exp.cards, cards)]
+    if exp.absent:
+        if ids:
+            raise ScenarioFailure(f"no meld {want}",
+                                  f"{show_melds([table.board.melds[ids[0]]], exact)}")
+        return
+    if not ids:
+        raise ScenarioFailure(f"meld {want}",
+                              f"table: {show_melds(table.board.melds.values(), exact)}")
+    if exp.status is None:
+        return
+    statuses = [rules.meld_status(table, mid).name.lower() for mid in ids]
+    if exp.status not in statuses:
+        raise ScenarioFailure(f"meld {want} {exp.status}", f"{want} {' / '.join(statuses)}")
+
+
+def status_word(table: rules.Table, seat: rules.Seat) -> str:
+    """active | dormant | frozen | eliminated | abandoned | out (SCENARIO-FORMAT.md).
+
+    The engine keeps active/eliminated/abandoned/out; frozen (during a Stop!, everyone active
+    but the stopper) and dormant (active, silent for 10 s or more, M11.1) are derived here.
+    """
+    ps = table.players[seat]
+    if ps.status is not rules.PlayerStatus.ACTIVE:
+        return str(ps.status.value)
+    if table.phase is rules.Phase.FROZEN:
+        stoppers = [p.seat for p in table.players if p.said_stop and p.in_play]
+        if len(stoppers) != 1:
+            raise ScenarioFailure("not implemented yet: who the stopper of a freeze is (M9): "
+                                  "the table is frozen but no active player said Stop!")
+        if seat != stoppers[0]:
+            return "frozen"
+    since = ps.silent_since_ms
+    if since is not None and table.now_ms - since >= DORMANT_MS:
+        return "dormant"
+    return "active"
+
+
+def _check_result(table: rules.Table, exp: ExpectWinner | ExpectDraw | ExpectPoints) -> None:
+    if isinstance(exp, ExpectPoints) and exp.total:
+        raise ScenarioFailure(LONG_MATCHES)
+    result = table.result
+    if result is None:
+        raise ScenarioFailure(exp.text.removeprefix("expect ").strip(),
+                              f"the smazzata has not ended (phase {table.phase.value})")
+    if isinstance(exp, ExpectWinner):
+        if result.winner != exp.player:
+            raise ScenarioFailure(f"winner {_who(exp.player)}",
+                                  f"winner {_who(result.winner)} ({result.summary()})")
+    elif isinstance(exp, ExpectDraw):
+        if set(result.draw) != set(exp.players):
+            found = " ".join(str(p) for p in result.draw) or "none"
+            raise ScenarioFailure(f"draw {' '.join(str(p) for p in exp.players)}",
+                                  f"draw {found} ({result.summary()})")
+    else:
+        found_pts = result.scores[exp.player]
+        if found_pts != exp.points:
+            raise ScenarioFailure(f"score {exp.player} {exp.points}",
+                                  f"score {exp.player} {found_pts} ({result.summary()})")
+
+
+def _who(seat: rules.Seat | None) -> str:
+    return "none" if seat is None else str(seat)
+
+
+def _check_event(table: rules.Table, words: list[str], matched: set[int]) -> None:
+    for i, event in enumerate(table.events):
+        if i not in matched and event.words()[:len(words)] == words:
+            matched.add(i)
+            return
+    unmatched = [" ".join(e.words()) for i, e in enumerate(table.events) if i not in matched]
+    shown = ", ".join(unmatched[-12:]) or "none"
+    more = f"{len(unmatched) - 12} more, then " if len(unmatched) > 12 else ""
+    raise ScenarioFailure(f"event {' '.join(words)}",
+                          f"no such event; events not yet matched: {more}{shown}")

@@ -1,0 +1,278 @@
+"""Running scenarios: statements against a live `rules.Table` with a virtual clock.
+
+`run_paths` is the `machiavelox scenario` command: every file gives `PASS name` or
+`FAIL name:LINE: expected ... / found ...` (`FAIL name:LINE:COL: ...` when it cannot be parsed),
+then a summary line `N passed, M failed`. A file stops at its first failure; an engine crash
+fails that file only.
+
+The run is a sequence of smazzate: every `Start` deals a new table (today only the first, since
+long matches are not implemented; a later `Start` is accepted once the previous smazzata ended,
+with the clock running on, which is what a long match needs).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from machiavelox import rules
+
+from .checks import LONG_MATCHES, check
+from .errors import ScenarioFailure, ScenarioSyntaxError
+from .parser import parse_text
+from .resolve import meld_id, pick_card, pick_cards
+from .syntax import Act, At, Expect, ExpectRejected, Match, Ref, Scenario, Start, Stmt, Title
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The outcome of one scenario file. `col` is set for parse errors only."""
+
+    name: str
+    passed: bool
+    message: str = ""
+    line: int | None = None
+    col: int | None = None
+
+    def render(self) -> str:
+        if self.passed:
+            return f"PASS {self.name}"
+        where = "" if self.line is None else f":{self.line}"
+        where += "" if self.col is None else f":{self.col}"
+        return f"FAIL {self.name}{where}: {self.message}"
+
+
+def run_paths(paths: Sequence[str], verbose: bool = False, out: TextIO | None = None) -> int:
+    """Run every scenario named or found (recursively, `*.mxs`, sorted) under `paths`; print
+    one line per file and the summary. Returns 1 if any file failed, else 0."""
+    out = out if out is not None else sys.stdout
+    passed = failed = 0
+    for name, problem in expand_paths(paths):
+        if problem is not None:
+            result = FileResult(name, False, problem)
+        else:
+            if verbose:
+                print(f"-- {name}", file=out)
+            result = run_file(name, verbose=verbose, out=out)
+        print(result.render(), file=out)
+        if result.passed:
+            passed += 1
+        else:
+            failed += 1
+    print(f"{passed} passed, {failed} failed", file=out)
+    return 1 if failed else 0
+
+
+def expand_paths(paths: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """(name, problem) for every scenario: files as given, folders expanded to their `*.mxs`
+    files (recursively, sorted). `problem` says why a path gives no scenario at all."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.mxs") if p.is_file())
+            if not found:
+                yield given, "no *.mxs scenario in this folder"
+            for p in found:
+                yield str(p), None
+        else:
+            yield given, None
+
+
+def run_file(path: str, verbose: bool = False, out: TextIO | None = None) -> FileResult:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return FileResult(path, False, f"cannot read: {e}")
+    return run_text(text, path, verbose=verbose, out=out)
+
+
+def run_text(text: str, name: str = "<text>", verbose: bool = False,
+             out: TextIO | None = None) -> FileResult:
+    """Parse and run one scenario given as text."""
+    try:
+        scenario = parse_text(text)
+    except ScenarioSyntaxError as e:
+        return FileResult(name, False, e.message, e.line, e.col)
+    try:
+        Runner(verbose, out if out is not None else sys.stdout).run(scenario)
+    except ScenarioFailure as f:
+        return FileResult(name, False, f.text, f.line)
+    return FileResult(name, True)
+
+
+class Runner:
+    """Executes the statements of one scenario; raises ScenarioFailure at the first failure."""
+
+    def __init__(self, verbose: bool = False, out: TextIO | None = None) -> None:
+        self.verbose = verbose
+        self.out = out if out is not None else sys.stdout
+        self.now_ms = 0
+        self._table: rules.Table | None = None
+        self.names: dict[str, int] = {}  # meld names of the current smazzata -> meld ids
+        self.matched: set[int] = set()  # indices of table.events claimed by `expect event`
+
+    @property
+    def table(self) -> rules.Table:
+        assert self._table is not None, "the parser guarantees a start before play"
+        return self._table
+
+    def run(self, scenario: Scenario) -> None:
+        stmts = scenario.statements
+        i = 0
+        while i < len(stmts):
+            stmt = stmts[i]
+            after = stmts[i + 1] if i + 1 < len(stmts) else None
+            try:
+                i += 1 + self.execute(stmt, after)
+            except ScenarioFailure as f:
+                f.line = f.line or stmt.line
+                raise
+            except rules.NotImplementedRuleError as e:
+                raise ScenarioFailure(f"{e.message} ({stmt.text})", line=stmt.line) from e
+            except Exception as e:  # an engine crash fails this file, never the run
+                raise ScenarioFailure(f"engine error: {type(e).__name__}: {e} ({stmt.text})",
+                                      line=stmt.line) from e
+
+    def execute(self, stmt: Stmt, after: Stmt | None) -> int:
+        """Run one statement; returns how many following statements it consumed (an
+        `expect rejected` belongs to its action)."""
+        if isinstance(stmt, Start):
+            for setup in stmt.setup:
+                self.trace(setup)
+        self.trace(stmt)
+        match stmt:
+            case Title():
+                return 0
+            case Match(long=long):
+                if long:
+                    raise ScenarioFailure(LONG_MATCHES)
+                return 0
+            case Start():
+                self.start(stmt)
+                return 0
+            case At():
+                self.advance(stmt)
+                return 0
+            case Act():
+                return self.act(stmt, after if isinstance(after, ExpectRejected) else None)
+            case ExpectRejected():
+                raise AssertionError("the parser puts `expect rejected` after an action")
+            case Expect():
+                check(self.table, stmt, self.matched)
+                return 0
+        raise AssertionError(f"unknown statement {stmt!r}")
+
+    # ------------------------------------------------------------------ statements
+    def start(self, stmt: Start) -> None:
+        if self._table is not None and self._table.phase is not rules.Phase.ENDED:
+            raise ScenarioFailure("the smazzata to have ended before a new deal",
+                                  f"phase {self._table.phase.value}")
+        table = rules.Table(stmt.deal, start_ms=self.now_ms)
+        ids = list(table.board.melds)  # setup melds get ids in deal.table order
+        self._table = table
+        self.names = {name: ids[index] for name, index in stmt.names.items()}
+        self.matched = set()
+
+    def advance(self, stmt: At) -> None:
+        target = self.now_ms + stmt.ms if stmt.relative else stmt.ms
+        if target < self.now_ms:
+            raise ScenarioFailure(f"a time from {self.now_ms / 1000:g} s on (time never goes "
+                                  f"backwards)", f"at {target / 1000:g}")
+        events = self.table.advance(target)
+        self.now_ms = target
+        self.trace_events(events)
+
+    def act(self, stmt: Act, rejected: ExpectRejected | None) -> int:
+        action = self.action(stmt)
+        try:
+            events = self.table.apply(action, self.now_ms)
+        except rules.NotImplementedRuleError:
+            raise
+        except rules.RulesError as e:
+            reason = f"{e.code}: {e.message}"
+            self.trace_line(f"refused {reason}")
+            if rejected is None:
+                raise ScenarioFailure(f"{stmt.text} to be accepted", f"refused {reason}") from e
+            self.trace(rejected)
+            word = rejected.word
+            if word is not None and word.lower() not in f"{e.code} {e.message}".lower():
+                raise ScenarioFailure(f"a refusal mentioning {word!r}", f"refused {reason}",
+                                      line=rejected.line) from e
+            return 1
+        self.trace_events(events)
+        if rejected is not None:
+            raise ScenarioFailure(f"{stmt.text} to be refused", "it was accepted",
+                                  line=rejected.line)
+        if stmt.name is not None:
+            self.bind(stmt, events)
+        return 0
+
+    def bind(self, stmt: Act, events: list[rules.Event]) -> None:
+        """`as NAME`: the meld the action created (a direct meld, or a move's new meld)."""
+        for ev in events:
+            if ev.player != stmt.player:
+                continue
+            if stmt.verb == "direct" and ev.kind == "direct" and ev.meld is not None:
+                self.names[str(stmt.name)] = ev.meld
+                return
+            if stmt.verb != "direct" and ev.kind == "moved" and ev.to_meld is not None:
+                self.names[str(stmt.name)] = ev.to_meld
+                return
+        raise ScenarioFailure(f"a new meld to call {stmt.name}",
+                              "no 'direct' or 'moved' event with a new meld")
+
+    # ------------------------------------------------------------------ actions
+    def action(self, stmt: Act) -> rules.Action:
+        """The engine action for a statement, cards and melds resolved on the live table."""
+        p = stmt.player
+        ps = self.table.players[p]
+        simple: dict[str, rules.Action] = {
+            "draw": rules.Draw(p), "release": rules.Release(p), "conclude": rules.Conclude(p),
+            "cancel": rules.Cancel(p), "stop": rules.Stop(p), "giveup": rules.GiveUp(p),
+            "abandon": rules.Abandon(p), "silent": rules.Liveness(p, False),
+            "alive": rules.Liveness(p, True), "ready": rules.Ready(p), "leave": rules.Leave(p),
+        }
+        if stmt.verb in simple:
+            return simple[stmt.verb]
+        match stmt.verb:
+            case "declare":
+                return rules.Declare(p, pick_cards(stmt.cards, ps.hand))
+            case "undeclare":
+                return rules.Undeclare(p, pick_cards(stmt.cards, ps.pozzetto))
+            case "direct":
+                return rules.Direct(p, pick_cards(stmt.cards, ps.pozzetto))
+            case "attach":
+                return rules.Attach(p, pick_card(stmt.cards[0], ps.hand), self.meld(stmt.src))
+            case "place":
+                return rules.Place(p, pick_card(stmt.cards[0], ps.pozzetto),
+                                   self.meld(stmt.src))
+            case "put":
+                return rules.Put(p, None if stmt.new else self.meld(stmt.src))
+            case "take" | "move":
+                src = self.meld(stmt.src)
+                card = pick_card(stmt.cards[0], self.table.board.melds[src])
+                if stmt.verb == "take":
+                    return rules.Take(p, card, src)
+                dst = None if stmt.new else self.meld(stmt.dst)
+                return rules.Move(p, card, src, dst)
+        raise AssertionError(f"unknown verb {stmt.verb!r}")
+
+    def meld(self, ref: Ref | None) -> int:
+        assert ref is not None, "the parser requires a meld here"
+        return meld_id(self.table, ref, self.names)
+
+    # ------------------------------------------------------------------ --verbose
+    def trace(self, stmt: Stmt) -> None:
+        if self.verbose:
+            print(f"{stmt.line:5}: {stmt.text}", file=self.out)
+
+    def trace_events(self, events: Iterable[rules.Event]) -> None:
+        for ev in events:
+            self.trace_line(str(ev))
+
+    def trace_line(self, text: str) -> None:
+        if self.verbose:
+            print(f"         {text}", file=self.out)

@@ -1,0 +1,238 @@
+"""The typed statements of a scenario, as the parser produces them.
+
+Every statement carries its 1-based `line` and the source `text` (comment stripped), for
+messages and `--verbose`. Cards are `CardSpec`s, not engine cards: a bare card (`7H`) means "a
+copy of it in the zone the statement reads from", resolved only when the statement runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from machiavelox import rules
+
+
+@dataclass(frozen=True, slots=True)
+class CardSpec:
+    """A card as written: a face and, when given with `#n`, an exact copy."""
+
+    rank: int
+    suit: rules.Suit
+    copy: int | None = None
+
+    @property
+    def face(self) -> str:
+        return rules.card_at(self.suit * 13 + self.rank - 1).face
+
+    @property
+    def copies(self) -> tuple[rules.Card, rules.Card]:
+        return rules.copies_of(self.rank, self.suit)
+
+    def exact(self, copy: int | None = None) -> rules.Card:
+        """The physical card: the written copy, else `copy`, else copy 1."""
+        return self.copies[(self.copy or copy or 1) - 1]
+
+    def matches(self, card: rules.Card) -> bool:
+        """Same face, and the same copy when the spec names one."""
+        same_face = card.rank == self.rank and card.suit == self.suit
+        return same_face and (self.copy is None or card.copy == self.copy)
+
+    def __str__(self) -> str:
+        return self.face if self.copy is None else f"{self.face}#{self.copy}"
+
+
+# ---------------------------------------------------------------------- meld references
+@dataclass(frozen=True, slots=True)
+class NameRef:
+    """A meld named in setup (`table g1: ...`) or by `as NAME`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class CardRef:
+    """`@7H`: the meld that holds that card."""
+
+    card: CardSpec
+
+    def __str__(self) -> str:
+        return f"@{self.card}"
+
+
+@dataclass(frozen=True, slots=True)
+class ListRef:
+    """`[4C 5C 6C]`: the meld whose cards are exactly these."""
+
+    cards: tuple[CardSpec, ...]
+
+    def __str__(self) -> str:
+        return "[" + " ".join(str(c) for c in self.cards) + "]"
+
+
+Ref = NameRef | CardRef | ListRef
+
+
+# ---------------------------------------------------------------------- statements
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stmt:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Title(Stmt):
+    title: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Match(Stmt):
+    long: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start(Stmt):
+    """`start`, carrying the deal its setup block built and the setup meld names.
+
+    `names` maps a setup name to the index of its meld in `deal.table`.
+    """
+
+    deal: rules.Deal
+    names: dict[str, int]
+    setup: tuple[Stmt, ...]  # the setup statements of this block, for --verbose
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetupStmt(Stmt):
+    """One setup statement (`seed`, `removed`, `tallone`, `hand`, `table`, `drawn`,
+    `direct-meld`); `parser` folds a block of them into the following `Start`."""
+
+    word: str
+    player: rules.Seat | None = None
+    cards: tuple[tuple[CardSpec, int], ...] = ()  # with the column of each card
+    name: str | None = None
+    seed: int | None = None
+    col: int = 1  # of the statement's first word
+    name_col: int = 1  # of the name, for `table NAME:`
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class At(Stmt):
+    ms: int
+    relative: bool  # `wait` rather than `at`
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Act(Stmt):
+    """`PLAYER VERB ARGS`. `src` is the `from`/`to` REF of the verb (attach/place/put: the
+    destination; take: the source); `dst` is the destination of `move`; `new` means a new meld
+    (`put new`, `move ... to new`); `name` is the `as NAME` binding."""
+
+    player: rules.Seat
+    verb: str
+    cards: tuple[CardSpec, ...] = ()
+    src: Ref | None = None
+    dst: Ref | None = None
+    new: bool = False
+    name: str | None = None
+
+
+# ---------------------------------------------------------------------- expectations
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expect(Stmt):
+    pass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectRejected(Expect):
+    word: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectCards(Expect):
+    """`expect hand pX: ...` or `expect pozzetto pX: ...`."""
+
+    zone: str  # hand | pozzetto
+    player: rules.Seat
+    cards: tuple[CardSpec, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectTallone(Expect):
+    player: rules.Seat
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectTable(Expect):
+    melds: tuple[tuple[CardSpec, ...], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectMeld(Expect):
+    cards: tuple[CardSpec, ...]
+    status: str | None  # consolidated | confirmed | trial
+    absent: bool  # `expect no meld [...]`
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectMeldCount(Expect):
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectCalata(Expect):
+    player: rules.Seat
+    open: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectHolding(Expect):
+    player: rules.Seat
+    card: CardSpec | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectPhase(Expect):
+    phase: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectStatus(Expect):
+    player: rules.Seat
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectWinner(Expect):
+    player: rules.Seat | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectDraw(Expect):
+    players: tuple[rules.Seat, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectPoints(Expect):
+    """`expect score pX N` (this smazzata) or `expect total pX N` (a long match)."""
+
+    total: bool
+    player: rules.Seat
+    points: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectEvent(Expect):
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A parsed file: its statements in order (setup folded into each `Start`)."""
+
+    title: str | None
+    long: bool
+    statements: tuple[Stmt, ...]

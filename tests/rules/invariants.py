@@ -1,0 +1,202 @@
+"""Invariants of the rules engine, shared by the property tests and the random-replay test.
+
+Each check raises AssertionError with a message naming the rule it protects. `check_all` runs
+every check that holds at any moment of a game; `assert_refusal_changed_nothing` is the check
+around a refused action.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from machiavelox.rules import ALL_CARDS, SEATS, Card, Seat, Table, is_regular, view_for
+from machiavelox.rules.board import replay
+from machiavelox.rules.state import CalataStatus
+
+
+def _cards(cs: Any) -> tuple[Card, ...]:
+    return tuple(sorted(cs))
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """Everything a player could observe of a table, plus the engine's bookkeeping that must
+    not move on a refusal (calate, live ops, the log). Comparable with ``==``."""
+
+    now_ms: int
+    phase: str
+    result: object
+    removed: tuple[Card, ...]
+    hands: tuple[tuple[Card, ...], ...]
+    pozzetti: tuple[tuple[Card, ...], ...]
+    talloni: tuple[tuple[Card, ...], ...]  # in order: the order is state too
+    players: tuple[tuple[object, ...], ...]  # status, flags, open calata, pending draws
+    holds: tuple[tuple[Card, int] | None, ...]
+    melds: tuple[tuple[int, tuple[Card, ...]], ...]
+    base: tuple[tuple[int, tuple[Card, ...]], ...]
+    calate: tuple[tuple[object, ...], ...]
+    open_calate: tuple[tuple[object, ...], ...]
+    live: tuple[int, ...]
+    inactivity_ms: int
+    log_len: int
+    events: tuple[str, ...]
+
+
+def snapshot(table: Table) -> Snapshot:
+    ps = table.players
+    return Snapshot(
+        now_ms=table.now_ms,
+        phase=table.phase.value,
+        result=table.result,
+        removed=_cards(table.removed),
+        hands=tuple(_cards(p.hand) for p in ps),
+        pozzetti=tuple(_cards(p.pozzetto) for p in ps),
+        talloni=tuple(tuple(p.tallone) for p in ps),
+        players=tuple((p.status.value, p.drawn, p.has_direct_meld, p.calata, p.pending_draws,
+                       p.silent_since_ms, p.said_stop) for p in ps),
+        holds=tuple(None if p.hold is None else (p.hold.card, p.hold.deadline_ms) for p in ps),
+        melds=tuple(sorted((mid, _cards(cs)) for mid, cs in table.board.melds.items())),
+        base=tuple(sorted((mid, _cards(cs)) for mid, cs in table.base.melds.items())),
+        calate=tuple((c.id, c.player, c.status.value, c.started_ms, c.deadline_ms,
+                      tuple(c.ops), c.concluded_ms, c.consolidate_ms)
+                     for c in sorted(table.calate.values(), key=lambda c: c.id)),
+        open_calate=tuple((s, c.id, c.deadline_ms, tuple(sorted(c.touched_now)))
+                          for s in SEATS if (c := table.open_calata(s)) is not None),
+        live=tuple(table.live),
+        inactivity_ms=table.inactivity_ms,
+        log_len=len(table.log),
+        events=tuple(str(e) for e in table.events),
+    )
+
+
+def assert_refusal_changed_nothing(before: Snapshot, table: Table, what: object) -> None:
+    """errors.py: a refused action leaves the state exactly unchanged."""
+    after = snapshot(table)
+    if after != before:
+        diff = [f.name for f in dataclasses.fields(Snapshot)
+                if getattr(before, f.name) != getattr(after, f.name)]
+        raise AssertionError(f"refused {what} changed the table: {diff}")
+
+
+# --------------------------------------------------------------------------- the checks
+def check_cards_in_one_place(table: Table) -> None:
+    """M1.1 (and M1.2-M1.3, M4): each of the 104 physical cards is in exactly one place:
+    removed, out of play (explicit deals), a tallone, a hand, a pozzetto or one table meld;
+    `board.where` indexes `board.melds` exactly; a held card is a table card (M6.1)."""
+    places: Counter[Card] = Counter()
+    dealt = table.deal.all_dealt()
+    places.update(c for c in ALL_CARDS if c not in dealt)
+    places.update(table.removed)
+    for p in table.players:
+        places.update(p.tallone)
+        places.update(p.hand)
+        places.update(p.pozzetto)
+        assert not (p.hand & p.pozzetto), f"M4.3: {p.seat} has cards in hand and pozzetto"
+    board = table.board
+    where: dict[Card, int] = {}
+    for mid, cs in board.melds.items():
+        assert cs, f"M3.5: meld {mid} is empty but listed"
+        for c in cs:
+            places[c] += 1
+            where[c] = mid
+    wrong = {c: n for c, n in places.items() if n != 1}
+    missing = [c for c in ALL_CARDS if c not in places]
+    assert not wrong and not missing, f"M1.1: misplaced cards {wrong}, missing {missing}"
+    assert len(places) == len(ALL_CARDS) == 104
+    assert where == board.where, "board.where disagrees with board.melds"
+    for p in table.players:
+        if p.hold is not None:
+            assert p.hold.card in board.where, f"M6.1: {p.seat} holds {p.hold.card}, off table"
+
+
+def open_touch(table: Table, mid: int) -> bool:
+    """Is meld `mid` touched by an open calata (M5.4.3: work on trial)? Touched: a live op of an
+    open calata touched one of the meld's lineage ids, or brought one of its cards."""
+    board = table.board
+    lineage = set(board.lineage(mid))
+    cards = set(board.melds[mid])
+    for op in table.live_ops():
+        if table.calate[op.calata].status is not CalataStatus.OPEN:
+            continue
+        if lineage.intersection(op.touched) or cards.intersection(op.cards):
+            return True
+    return False
+
+
+def check_untouched_melds_regular(table: Table) -> None:
+    """M3, M5.4, M5.5.4: the table is in order wherever no open calata is working: every meld
+    not touched by an open calata is regular (confirmed and consolidated work is judged and,
+    when irregular, undone with everything depending on it)."""
+    for mid, cs in table.board.melds.items():
+        if not is_regular(cs) and not open_touch(table, mid):
+            raise AssertionError(
+                f"M5.4/M5.5.4: meld {mid} {[str(c) for c in cs]} is irregular and no open "
+                f"calata touches it")
+
+
+def check_live_board_is_replay(table: Table) -> None:
+    """board.py: the table is always replay(consolidated base, live ops)."""
+    board, stuck = replay(table.base, table.live_ops())
+    assert not stuck, f"live ops that cannot replay: {[op.seq for op in stuck]}"
+    got = sorted(_cards(cs) for cs in board.melds.values())
+    want = sorted(_cards(cs) for cs in table.board.melds.values())
+    assert got == want, "the live board differs from the replay of the live ops"
+
+
+def check_replay(table: Table) -> None:
+    """Determinism: (deal, action log) rebuilds the same table (rules/__init__: replayable)."""
+    again = Table.replay(table.deal, table.log, now_ms=table.now_ms, start_ms=table.start_ms)
+    a, b = snapshot(table), snapshot(again)
+    if a != b:
+        diff = [f.name for f in dataclasses.fields(Snapshot)
+                if getattr(a, f.name) != getattr(b, f.name)]
+        raise AssertionError(f"replay of the log differs in {diff}")
+
+
+def _reachable_cards(obj: object) -> Iterator[Card]:
+    if isinstance(obj, Card):
+        yield obj
+    elif isinstance(obj, enum.Enum) or obj is None or isinstance(obj, (str, int, float)):
+        return
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from _reachable_cards(getattr(obj, f.name))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _reachable_cards(k)
+            yield from _reachable_cards(v)
+    elif isinstance(obj, (tuple, list, set, frozenset)):
+        for x in obj:
+            yield from _reachable_cards(x)
+    else:
+        raise AssertionError(f"unexpected object in a view: {type(obj).__name__}")
+
+
+def check_views(table: Table) -> None:
+    """P5, M4.3, M5.3.8: a view shows no opponent's hand card and no tallone card; the
+    viewer's own hand is exactly theirs; pozzetti, table and removed cards are public (P1)."""
+    secret_tallone = {c for p in table.players for c in p.tallone}
+    viewers: list[Seat | None] = [*SEATS, None]
+    for viewer in viewers:
+        view = view_for(table, viewer)
+        hidden = set(secret_tallone)
+        for p in table.players:
+            if p.seat != viewer:
+                hidden |= p.hand
+        leaked = [c for c in _reachable_cards(view) if c in hidden]
+        assert not leaked, f"P5: the view of {viewer} shows hidden cards {leaked}"
+        own = table.players[viewer].hand if viewer is not None else set()
+        assert set(view.hand) == own and len(view.hand) == len(own)
+
+
+def check_all(table: Table, *, replay_log: bool = True) -> None:
+    check_cards_in_one_place(table)
+    check_untouched_melds_regular(table)
+    check_live_board_is_replay(table)
+    check_views(table)
+    if replay_log:
+        check_replay(table)

@@ -1,0 +1,527 @@
+"""Property-based tests of the rules engine: a Hypothesis state machine plays random sequences
+of actions of the three players and checks the engine's invariants after every step.
+
+Invariants (see `invariants.py`):
+- M1.1: each of the 104 physical cards is in exactly one place; `board.where` agrees with
+  `board.melds`;
+- M3, M5.4, M5.5.4: every meld that no open calata touches is regular;
+- a refused action raises a RulesError and changes nothing (errors.py);
+- replaying (deal, action log) gives the same table (the engine is replayable);
+- the live board is the replay of the live ops on the consolidated base (board.py);
+- P5, M4.3, M5.3.8: no view shows an opponent's hand card or a tallone card.
+
+Two kinds of table: a full shuffled deal (M1.2-M1.3), after a few opening draws, and small
+explicit positions with consolidated melds on the table and hand cards that fit them, so that
+attaches, moves, placements and direct melds happen often.
+
+Part-2 features (Stop!, abandonment, absence, the ending by count of M10) are not generated;
+when time passing reaches the all-talloni-empty ending, `advance` raises
+NotImplementedRuleError and the run stops there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import TypeVar
+
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from machiavelox.rules import (
+    ALL_CARDS,
+    SEATS,
+    Action,
+    Attach,
+    Cancel,
+    Card,
+    Conclude,
+    Deal,
+    Declare,
+    Direct,
+    Draw,
+    Move,
+    NotImplementedRuleError,
+    Phase,
+    Place,
+    Put,
+    Release,
+    RulesError,
+    Seat,
+    Suit,
+    Table,
+    Take,
+    Undeclare,
+    copies_of,
+    shuffled_deal,
+)
+from machiavelox.rules.state import CalataStatus, PlayerState
+
+from .invariants import assert_refusal_changed_nothing, check_all, snapshot
+from .play import fits, rearrangements, regular_subsets
+
+T = TypeVar("T")
+
+SETTINGS = settings(max_examples=60, stateful_step_count=60, deadline=None)
+
+
+# --------------------------------------------------------------------------- explicit deals
+def _run_faces(suit: Suit, start: int, length: int) -> list[tuple[int, Suit]]:
+    """A run of `length` faces from rank `start`, circular (M3.2)."""
+    return [((start - 1 + i) % 13 + 1, suit) for i in range(length)]
+
+
+@st.composite
+def _meld_faces(draw: st.DrawFn) -> list[tuple[int, Suit]]:
+    if draw(st.booleans()):
+        rank = draw(st.integers(1, 13))
+        suits = draw(st.permutations(list(Suit)))
+        return [(rank, s) for s in suits[:draw(st.integers(3, 4))]]  # M3.4
+    suit = draw(st.sampled_from(list(Suit)))
+    return _run_faces(suit, draw(st.integers(1, 13)), draw(st.integers(3, 7)))  # M3.1
+
+
+def _neighbours(meld: Sequence[Card]) -> list[tuple[int, Suit]]:
+    """Faces that could join or mirror a meld: the run's ends, a set's missing suits, and the
+    meld's own faces (the other copy, useful once cards are moved)."""
+    faces = [(c.rank, c.suit) for c in meld]
+    ranks = {c.rank for c in meld}
+    if len(ranks) == 1:
+        rank = meld[0].rank
+        faces += [(rank, s) for s in Suit if all(c.suit != s for c in meld)]
+    else:
+        suit = meld[0].suit
+        faces += [(r, suit) for r in ((min(ranks) - 2) % 13 + 1, max(ranks) % 13 + 1)]
+        faces += [(r % 13 + 1, suit) for r in ranks]
+    return faces
+
+
+@st.composite
+def explicit_deals(draw: st.DrawFn) -> Deal:
+    """A small position: 3-8 regular consolidated melds, hands rich in cards that fit them,
+    sometimes a ready direct meld in a hand, short talloni, 0-2 removed cards."""
+    free = set(ALL_CARDS)
+
+    def take_face(face: tuple[int, Suit]) -> Card | None:
+        options = [c for c in copies_of(*face) if c in free]
+        if not options:
+            return None
+        c = draw(st.sampled_from(options))
+        free.discard(c)
+        return c
+
+    def take_faces(faces: list[tuple[int, Suit]]) -> list[Card] | None:
+        if any(not any(c in free for c in copies_of(*f)) for f in faces):
+            return None
+        out = [take_face(f) for f in faces]
+        return [c for c in out if c is not None]
+
+    table: list[tuple[Card, ...]] = []
+    for _ in range(draw(st.integers(3, 8))):
+        meld = take_faces(draw(_meld_faces()))
+        if meld is not None:
+            table.append(tuple(meld))
+    related = sorted({f for m in table for f in _neighbours(m)})
+    hands: list[tuple[Card, ...]] = []
+    for _ in SEATS:
+        hand: list[Card] = []
+        for _ in range(draw(st.integers(3, 9))):
+            if draw(st.integers(0, 3)) and related:
+                c = take_face(draw(st.sampled_from(related)))
+            else:
+                c = take_face(draw(st.sampled_from(sorted({(c.rank, c.suit) for c in free}))))
+            if c is not None:
+                hand.append(c)
+        if not draw(st.booleans()):  # a ready direct meld (M5.1)
+            planted = take_faces(draw(_meld_faces()))
+            if planted is not None:
+                hand += planted
+        hands.append(tuple(hand))
+    talloni = []
+    for _ in SEATS:
+        size = draw(st.integers(1, 8))
+        tallone = draw(st.lists(st.sampled_from(sorted(free)), max_size=size, unique=True))
+        free.difference_update(tallone)
+        talloni.append(tuple(tallone))
+    removed = draw(st.lists(st.sampled_from(sorted(free)), max_size=2, unique=True))
+    return Deal(
+        removed=tuple(removed),
+        talloni=(talloni[0], talloni[1], talloni[2]),
+        hands=(hands[0], hands[1], hands[2]),
+        table=tuple(table),
+        drawn=draw(st.frozensets(st.sampled_from(SEATS))),
+        direct_meld=draw(st.frozensets(st.sampled_from(SEATS))),
+    )
+
+
+# --------------------------------------------------------------------------- the machine
+def _has_hand(p: PlayerState) -> bool:
+    return bool(p.hand)
+
+
+def _has_pozzetto(p: PlayerState) -> bool:
+    return bool(p.pozzetto)
+
+
+def _holds(p: PlayerState) -> bool:
+    return p.hold is not None
+
+
+def _in_calata(p: PlayerState) -> bool:
+    return p.calata is not None
+
+
+def _can_attach(p: PlayerState) -> bool:
+    return bool(p.hand) and not p.pozzetto
+
+
+class TableMachine(RuleBasedStateMachine):
+    """Three players acting at random on one table; invariants after every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._table: Table | None = None
+        self.plans: dict[Seat, list[Action]] = {}  # intentions being carried out, per player
+        self.finished = False  # the run reached a part-2 rule (M10 ending by count)
+
+    @property
+    def table(self) -> Table:
+        assert self._table is not None
+        return self._table
+
+    # -- set-up ---------------------------------------------------------------------------
+    def start(self, deal: Deal) -> None:
+        self._table = Table(deal)
+
+    # -- helpers --------------------------------------------------------------------------
+    def pick(self, data: st.DataObject, options: Sequence[T]) -> T:
+        return data.draw(st.sampled_from(list(options)))
+
+    def act(self, action: Action) -> bool:
+        """Apply at the current time; a refusal must be a RulesError that changes nothing.
+        Returns whether the action was accepted."""
+        if self.finished:
+            return False
+        t = self.table
+        before = snapshot(t)
+        try:
+            t.apply(action, t.now_ms)
+        except RulesError as err:
+            assert not isinstance(err, NotImplementedRuleError), f"{action}: {err}"
+            assert_refusal_changed_nothing(before, t, action)
+            event(f"refused {type(action).__name__} {err.code}")
+            return False
+        else:
+            event(f"accepted {type(action).__name__}")
+            for e in t.events[len(before.events):]:
+                if e.kind in ("direct", "chain", "failed", "confirmed", "closed", "eliminated",
+                              "consolidated", "hold-expired", "forced-draw"):
+                    event(f"event {e.kind}")
+            return True
+
+    def advance_to(self, at_ms: int) -> None:
+        if self.finished:
+            return
+        try:
+            self.table.advance(at_ms)
+        except NotImplementedRuleError:
+            self.finished = True  # M10 (all talloni empty): part 2
+            event("finished: ending by count (part 2)")
+
+    def someone(self, wanted: Callable[[PlayerState], bool]) -> bool:
+        """Precondition: some player for whom the action makes sense, in a live game."""
+        if self._table is None or self.finished or self.table.phase is not Phase.PLAYING:
+            return False
+        return any(wanted(p) for p in self.table.players)
+
+    def seat(self, data: st.DataObject,
+             wanted: Callable[[PlayerState], bool] | None = None) -> Seat:
+        """A player for whom the action makes sense (`wanted`), if any; else anyone."""
+        good = [p.seat for p in self.table.players if wanted is None or wanted(p)]
+        return self.pick(data, good or SEATS)
+
+    def meld_id(self, data: st.DataObject) -> int:
+        """Mostly a meld on the table; sometimes an id that does not exist (any more)."""
+        board = self.table.board
+        ids = sorted(board.melds)
+        if ids and not self.rare(data, 8):
+            return self.pick(data, ids)
+        gone = sorted(board.born - set(ids))
+        return self.pick(data, [0, -1, max(board.born, default=0) + 1, *gone[-3:]])
+
+    def some_cards(self, data: st.DataObject, pool: Sequence[Card], hi: int) -> tuple[Card, ...]:
+        """1..hi cards of `pool`; sometimes junk: cards from anywhere, repeats, or none."""
+        if not pool or self.rare(data, 10):
+            return tuple(data.draw(st.lists(st.sampled_from(ALL_CARDS), max_size=3)))
+        return tuple(data.draw(st.lists(st.sampled_from(sorted(pool)), min_size=1,
+                                        max_size=min(hi, len(pool)), unique=True)))
+
+    def rare(self, data: st.DataObject, n: int) -> bool:
+        """True once in `n`. The common branch is Hypothesis's simplest choice (0), which it
+        also falls back to when mutating a run, so simple runs stay meaningful."""
+        return data.draw(st.integers(0, n - 1)) == n - 1
+
+    def one_card(self, data: st.DataObject, pool: Sequence[Card]) -> Card:
+        if not pool or self.rare(data, 10):
+            return self.pick(data, ALL_CARDS)
+        return self.pick(data, sorted(pool))
+
+    def fits(self, cards: Collection[Card]) -> list[tuple[Card, int]]:
+        return fits(self.table, cards)
+
+    def pick_fit(self, data: st.DataObject, fits: list[tuple[Card, int]],
+                 p: Seat) -> tuple[Card, int]:
+        """A fitting (card, meld), preferring melds in another player's open calata zone: work
+        that leans on cards on trial (M5.4.3, M5.4.4), so that chains (M5.5) happen."""
+        t = self.table
+        zone = {mid for s in SEATS if s != p and (cal := t.open_calata(s)) is not None
+                for mid in cal.touched_now}
+        hot = [f for f in fits if f[1] in zone]
+        return self.pick(data, hot if hot and not data.draw(st.booleans()) else fits)
+
+    # -- rules ----------------------------------------------------------------------------
+    @rule(data=st.data())
+    def draw(self, data: st.DataObject) -> None:
+        """M4.2, M4.4."""
+        self.act(Draw(self.seat(data)))
+
+    @precondition(lambda self: self.someone(_has_hand))
+    @rule(data=st.data())
+    def declare(self, data: st.DataObject) -> None:
+        """M5.3 DECLARE (M5.3.4: also into an open calata)."""
+        p = self.seat(data, _has_hand)
+        hand = sorted(self.table.players[p].hand)
+        triples = regular_subsets(hand, (3,), 20)
+        if triples and not data.draw(st.booleans()):
+            self.act(Declare(p, self.pick(data, triples)))  # ready for a direct meld
+        else:
+            self.act(Declare(p, self.some_cards(data, hand, 3)))
+
+    @precondition(lambda self: self.someone(_has_pozzetto))
+    @rule(data=st.data())
+    def undeclare(self, data: st.DataObject) -> None:
+        p = self.seat(data, _has_pozzetto)
+        self.act(Undeclare(p, self.some_cards(data, sorted(self.table.players[p].pozzetto), 3)))
+
+    @precondition(lambda self: self.someone(_has_pozzetto))
+    @rule(data=st.data())
+    def direct(self, data: st.DataObject) -> None:
+        """M5.1: pozzetto subsets, regular (when there is one) or not."""
+        p = self.seat(data, _has_pozzetto)
+        pozzetto = sorted(self.table.players[p].pozzetto)
+        regular = regular_subsets(pozzetto, (3, 4, 5))
+        if regular and not self.rare(data, 4):
+            self.act(Direct(p, self.pick(data, regular[:30])))
+        else:
+            self.act(Direct(p, self.some_cards(data, pozzetto, 5)))
+
+    @precondition(lambda self: self.someone(_can_attach))
+    @rule(data=st.data())
+    def plan_rearrangement(self, data: st.DataObject) -> None:
+        """M5.3: start a declare-move-place plan (carried out by `follow_plan`, one action a
+        step, while the others play); sometimes the plan stops after the move, leaving work on
+        trial for the others to lean on and for the timeout or a conclusion to judge."""
+        p = self.seat(data, _can_attach)
+        plans = rearrangements(self.table, p)
+        if not plans:
+            return
+        plan = list(self.pick(data, plans))
+        if self.rare(data, 4):
+            plan = plan[:2]
+        self.plans[p] = plan
+        self.follow(p)
+
+    @precondition(lambda self: any(self.plans.values()))
+    @rule(data=st.data())
+    def follow_plan(self, data: st.DataObject) -> None:
+        self.follow(self.pick(data, sorted(s for s, plan in self.plans.items() if plan)))
+
+    def follow(self, p: Seat) -> None:
+        """The next action of `p`'s plan; a refusal (the table changed) drops the plan."""
+        plan = self.plans.get(p, [])
+        if plan and not self.act(plan.pop(0)):
+            plan.clear()
+
+    @precondition(lambda self: self.someone(_has_hand))
+    @rule(data=st.data())
+    def declare_then_direct(self, data: st.DataObject) -> None:
+        """M5.1 in one breath: compose a regular meld of hand cards in the pozzetto, put it
+        down (other players would otherwise often get in between)."""
+        p = self.seat(data, _has_hand)
+        ps = self.table.players[p]
+        options = regular_subsets(ps.hand)
+        if not options:
+            return
+        chosen = self.pick(data, options)
+        self.act(Declare(p, chosen))
+        self.act(Direct(p, chosen))
+
+    @precondition(lambda self: self.someone(_can_attach))
+    @rule(data=st.data())
+    def attach(self, data: st.DataObject) -> None:
+        """M5.2: a hand card onto a meld (a fitting one, a random one, or no meld at all)."""
+        p = self.seat(data, _can_attach)
+        hand = sorted(self.table.players[p].hand)
+        fits = self.fits(hand)
+        if fits and not self.rare(data, 3):
+            c, mid = self.pick_fit(data, fits, p)
+        else:
+            c, mid = self.one_card(data, hand), self.meld_id(data)
+        self.act(Attach(p, c, mid))
+
+    @precondition(lambda self: self.someone(_has_pozzetto))
+    @rule(data=st.data())
+    def place(self, data: st.DataObject) -> None:
+        """M5.3 PLACE: a pozzetto card into a meld."""
+        p = self.seat(data, _has_pozzetto)
+        pozzetto = sorted(self.table.players[p].pozzetto)
+        fits = self.fits(pozzetto)
+        if fits and not self.rare(data, 3):
+            c, mid = self.pick_fit(data, fits, p)
+        else:
+            c, mid = self.one_card(data, pozzetto), self.meld_id(data)
+        self.act(Place(p, c, mid))
+
+    def table_card(self, data: st.DataObject) -> tuple[Card, int]:
+        """A table card and its meld, or (sometimes) a wrong meld, or any card at all."""
+        where = self.table.board.where
+        if not where or self.rare(data, 10):
+            return self.pick(data, ALL_CARDS), self.meld_id(data)
+        c = self.pick(data, sorted(where))
+        return c, (self.meld_id(data) if self.rare(data, 6) else where[c])
+
+    @precondition(lambda self: self.someone(_has_pozzetto))
+    @rule(data=st.data())
+    def take(self, data: st.DataObject) -> None:
+        """M6.1-M6.4."""
+        c, mid = self.table_card(data)
+        self.act(Take(self.seat(data, _has_pozzetto), c, mid))
+
+    @precondition(lambda self: self.someone(_holds))
+    @rule(data=st.data())
+    def put(self, data: st.DataObject) -> None:
+        p = self.seat(data, _holds)
+        hold = self.table.players[p].hold
+        fits = self.fits([hold.card]) if hold is not None else []
+        choice = data.draw(st.integers(0, 3))
+        if fits and choice < 2:
+            self.act(Put(p, self.pick_fit(data, fits, p)[1]))
+        else:
+            self.act(Put(p, None if choice == 2 else self.meld_id(data)))
+
+    @precondition(lambda self: self.someone(_has_pozzetto))
+    @rule(data=st.data())
+    def move(self, data: st.DataObject) -> None:
+        """M5.3 MOVE: a table card to a meld where it fits, a new meld, or anywhere."""
+        p = self.seat(data, _has_pozzetto)
+        board = self.table.board
+        fits = [(c, mid) for c, mid in self.fits(sorted(board.where)) if board.where[c] != mid]
+        if fits and not self.rare(data, 3):
+            c, dst = self.pick_fit(data, fits, p)
+            self.act(Move(p, c, board.where[c], dst))
+            return
+        c, src = self.table_card(data)
+        self.act(Move(p, c, src, None if data.draw(st.booleans()) else self.meld_id(data)))
+
+    @precondition(lambda self: self.someone(_holds))
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        self.act(Release(self.seat(data, _holds)))
+
+    @precondition(lambda self: self.someone(_in_calata))
+    @rule(data=st.data())
+    def conclude(self, data: st.DataObject) -> None:
+        """M5.4."""
+        self.act(Conclude(self.seat(data, _in_calata)))
+
+    @precondition(lambda self: self.someone(_in_calata))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        """M5.5.6 ANNULLA."""
+        self.act(Cancel(self.seat(data, _in_calata)))
+
+    @rule(data=st.data())
+    def junk(self, data: st.DataObject) -> None:
+        """Any action by anyone with arbitrary arguments: mostly refusals (which must change
+        nothing), sometimes a lucky valid one."""
+        p = self.pick(data, SEATS)
+        c = self.pick(data, ALL_CARDS)
+        some = tuple(data.draw(st.lists(st.sampled_from(ALL_CARDS), max_size=4)))
+        mid = self.meld_id(data)
+        maybe: int | None = None if data.draw(st.booleans()) else self.meld_id(data)
+        options: list[Action] = [
+            Draw(p), Declare(p, some), Undeclare(p, some), Direct(p, some), Attach(p, c, mid),
+            Place(p, c, mid), Take(p, c, mid), Put(p, maybe), Move(p, c, mid, maybe),
+            Release(p), Conclude(p), Cancel(p),
+        ]
+        self.act(self.pick(data, options))
+
+    @rule(data=st.data())
+    def clock(self, data: st.DataObject) -> None:
+        """Time passes: 0-45 s, or exactly to (or next to) a pending deadline (M5.0.1 calata,
+        M5.5.8 consolidation, M6.3 hold, M7.1 inactivity)."""
+        if self.finished:
+            return
+        t = self.table
+        deadlines = [t.inactivity_ms]
+        deadlines += [p.hold.deadline_ms for p in t.players if p.hold is not None]
+        for cal in t.calate.values():
+            if cal.status is CalataStatus.OPEN and cal.deadline_ms is not None:
+                deadlines.append(cal.deadline_ms)
+            if cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
+                deadlines.append(cal.consolidate_ms)
+        mode = data.draw(st.integers(0, 9))
+        if mode == 9 and t.now_ms > 0:  # time never goes back: refused, nothing changes
+            before = snapshot(t)
+            try:
+                t.advance(t.now_ms - 1)
+            except RulesError:
+                assert_refusal_changed_nothing(before, t, "advance backwards")
+            else:
+                raise AssertionError("advance went back in time")
+            return
+        if mode >= 5:
+            target = self.pick(data, sorted(set(deadlines))) + self.pick(data, (0, 0, -1, 1))
+            self.advance_to(max(target, t.now_ms))
+        else:
+            self.advance_to(t.now_ms + data.draw(st.integers(0, 45_000)))
+
+    # -- invariants -----------------------------------------------------------------------
+    @invariant()
+    def engine_invariants(self) -> None:
+        """M1.1, M3/M5.4, replay, live board = replay of live ops, P5 views."""
+        if self._table is None or self.finished:
+            return
+        check_all(self.table)
+
+
+class ShuffledDealMachine(TableMachine):
+    """A full deal from a seed (M1.2-M1.4), then a few draws each so there is something to do."""
+
+    @initialize(seed=st.integers(0, 2**32 - 1), draws=st.lists(st.integers(0, 12), min_size=3,
+                                                                 max_size=3))
+    def setup(self, seed: int, draws: list[int]) -> None:
+        self.start(shuffled_deal(seed))
+        for p, n in zip(SEATS, draws, strict=True):
+            for _ in range(n):
+                self.act(Draw(p))
+
+
+class ExplicitDealMachine(TableMachine):
+    """Small explicit positions with consolidated melds and fitting hand cards."""
+
+    @initialize(deal=explicit_deals())
+    def setup(self, deal: Deal) -> None:
+        self.start(deal)
+
+
+TestShuffledDeal = ShuffledDealMachine.TestCase
+TestShuffledDeal.settings = SETTINGS
+TestExplicitDeal = ExplicitDealMachine.TestCase
+TestExplicitDeal.settings = SETTINGS
