@@ -22,52 +22,67 @@ def _cards(cs: Any) -> tuple[Card, ...]:
     return tuple(sorted(cs))
 
 
+def normalized(value: object) -> object:
+    """A comparable, order-independent rendering of engine state: sets sorted, dataclasses as
+    (type, fields), so that every field is compared, including ones added later."""
+    if isinstance(value, (Card, str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset)):
+        return ("set", *sorted((normalized(v) for v in value), key=repr))
+    if isinstance(value, (list, tuple)):
+        return tuple(normalized(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict", *sorted(((normalized(k), normalized(v)) for k, v in value.items()),
+                                key=repr))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__,
+                *((f.name, normalized(getattr(value, f.name))) for f in dataclasses.fields(value)))
+    raise AssertionError(f"cannot compare engine state of type {type(value).__name__}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """Everything a player could observe of a table, plus the engine's bookkeeping that must
-    not move on a refusal (calate, live ops, the log). Comparable with ``==``."""
+    """Everything a player could observe of a table (hands, pozzetti, talloni in order, melds,
+    holds, calate, phase, time), plus the rest of the engine's state: every attribute of the
+    table, normalized. Comparable with ``==``."""
 
     now_ms: int
-    phase: str
-    result: object
-    removed: tuple[Card, ...]
+    phase: object
     hands: tuple[tuple[Card, ...], ...]
     pozzetti: tuple[tuple[Card, ...], ...]
-    talloni: tuple[tuple[Card, ...], ...]  # in order: the order is state too
-    players: tuple[tuple[object, ...], ...]  # status, flags, open calata, pending draws
-    holds: tuple[tuple[Card, int] | None, ...]
+    talloni: tuple[tuple[Card, ...], ...]
+    holds: tuple[object, ...]
     melds: tuple[tuple[int, tuple[Card, ...]], ...]
-    base: tuple[tuple[int, tuple[Card, ...]], ...]
-    calate: tuple[tuple[object, ...], ...]
-    open_calate: tuple[tuple[object, ...], ...]
-    live: tuple[int, ...]
-    inactivity_ms: int
+    open_calate: tuple[object, ...]
+    players: tuple[object, ...]
+    calate: tuple[object, ...]
+    rest: tuple[tuple[str, object], ...]  # every other attribute of the table
     log_len: int
     events: tuple[str, ...]
+
+
+_SEPARATE = {"deal", "log", "events", "players", "calate", "board", "phase", "now_ms", "ops"}
 
 
 def snapshot(table: Table) -> Snapshot:
     ps = table.players
     return Snapshot(
         now_ms=table.now_ms,
-        phase=table.phase.value,
-        result=table.result,
-        removed=_cards(table.removed),
+        phase=normalized(table.phase),
         hands=tuple(_cards(p.hand) for p in ps),
         pozzetti=tuple(_cards(p.pozzetto) for p in ps),
-        talloni=tuple(tuple(p.tallone) for p in ps),
-        players=tuple((p.status.value, p.drawn, p.has_direct_meld, p.calata, p.pending_draws,
-                       p.silent_since_ms, p.said_stop) for p in ps),
-        holds=tuple(None if p.hold is None else (p.hold.card, p.hold.deadline_ms) for p in ps),
+        talloni=tuple(tuple(p.tallone) for p in ps),  # in order: the order is state too
+        holds=tuple(normalized(p.hold) for p in ps),
         melds=tuple(sorted((mid, _cards(cs)) for mid, cs in table.board.melds.items())),
-        base=tuple(sorted((mid, _cards(cs)) for mid, cs in table.base.melds.items())),
-        calate=tuple((c.id, c.player, c.status.value, c.started_ms, c.deadline_ms,
-                      tuple(c.ops), c.concluded_ms, c.consolidate_ms)
-                     for c in sorted(table.calate.values(), key=lambda c: c.id)),
-        open_calate=tuple((s, c.id, c.deadline_ms, tuple(sorted(c.touched_now)))
-                          for s in SEATS if (c := table.open_calata(s)) is not None),
-        live=tuple(table.live),
-        inactivity_ms=table.inactivity_ms,
+        open_calate=tuple(normalized(c) for s in SEATS
+                          if (c := table.open_calata(s)) is not None),
+        players=tuple(normalized(p) for p in ps),
+        calate=tuple(normalized(c) for _, c in sorted(table.calate.items())),
+        rest=(("board", normalized(table.board)), ("ops", normalized(table.ops)),
+              *sorted((k, normalized(v)) for k, v in vars(table).items()
+                      if k not in _SEPARATE)),
         log_len=len(table.log),
         events=tuple(str(e) for e in table.events),
     )
@@ -96,6 +111,7 @@ def check_cards_in_one_place(table: Table) -> None:
         places.update(p.hand)
         places.update(p.pozzetto)
         assert not (p.hand & p.pozzetto), f"M4.3: {p.seat} has cards in hand and pozzetto"
+    places.update(table.common)  # M10.2: the tiebreak's common pozzetto
     board = table.board
     where: dict[Card, int] = {}
     for mid, cs in board.melds.items():

@@ -9,6 +9,7 @@ from itertools import combinations
 
 from machiavelox.rules import Action, Card, Declare, Move, Place, Seat, Table, is_regular
 from machiavelox.rules.melds import split_on_removal
+from machiavelox.rules.state import CalataStatus
 
 
 def promising(cards: Sequence[Card]) -> bool:
@@ -85,4 +86,32 @@ def rearrangements(table: Table, seat: Seat, limit: int = 20) -> list[list[Actio
                     out.append([Declare(seat, (x,)), Move(seat, y, src, dst), Place(seat, x, src)])
                 if len(out) >= limit:
                     return out
+    return out
+
+
+def trial_cards(table: Table, seat: Seat) -> dict[int, set[Card]]:
+    """Per meld, its cards on trial (M5.4.3) in the open calate of players other than `seat`:
+    brought by a live op of an open calata."""
+    out: dict[int, set[Card]] = {}
+    for op in table.live_ops():
+        cal = table.calate[op.calata]
+        if cal.player == seat or cal.status is not CalataStatus.OPEN:
+            continue
+        for c in op.cards:
+            mid = table.board.where.get(c)
+            if mid is not None and table.board.last_op.get(c) == op.seq:
+                out.setdefault(mid, set()).add(c)
+    return out
+
+
+def leans(table: Table, seat: Seat, cards: Collection[Card]) -> list[tuple[Card, int]]:
+    """(card, meld) pairs where the card fits the meld only thanks to another player's cards
+    on trial (M5.4.4: the card needs them, and falls with them, M5.5)."""
+    out: list[tuple[Card, int]] = []
+    for mid, trial in sorted(trial_cards(table, seat).items()):
+        meld = table.board.melds[mid]
+        without = [c for c in meld if c not in trial]
+        for x in sorted(cards):
+            if is_regular([*meld, x]) and not is_regular([*without, x]):
+                out.append((x, mid))
     return out

@@ -64,7 +64,7 @@ from machiavelox.rules import (
 from machiavelox.rules.state import CalataStatus, PlayerState
 
 from .invariants import assert_refusal_changed_nothing, check_all, snapshot
-from .play import fits, rearrangements, regular_subsets
+from .play import fits, leans, rearrangements, regular_subsets
 
 T = TypeVar("T")
 
@@ -104,8 +104,9 @@ def _neighbours(meld: Sequence[Card]) -> list[tuple[int, Suit]]:
 
 @st.composite
 def explicit_deals(draw: st.DrawFn) -> Deal:
-    """A small position: 3-8 regular consolidated melds, hands rich in cards that fit them,
-    sometimes a ready direct meld in a hand, short talloni, 0-2 removed cards."""
+    """A small position: 3-12 regular consolidated melds (some set up for a rearrangement),
+    hands rich in cards that fit them, often a ready direct meld in a hand, short talloni,
+    0-2 removed cards."""
     free = set(ALL_CARDS)
 
     def take_face(face: tuple[int, Suit]) -> Card | None:
@@ -127,12 +128,26 @@ def explicit_deals(draw: st.DrawFn) -> Deal:
         meld = take_faces(draw(_meld_faces()))
         if meld is not None:
             table.append(tuple(meld))
+    hands: list[list[Card]] = [[], [], []]
+    for _ in range(draw(st.integers(1, 2))):
+        # A rearrangement waiting to happen (M5.3): a set of four r's and a run of suit s up
+        # to r-1, so that r(s) can move to the run and make room for (r+1)(s) from a hand;
+        # another player holds the other copy of (r+1)(s) and may lean on the moved card.
+        r, s = draw(st.integers(1, 13)), draw(st.sampled_from(list(Suit)))
+        run = take_faces(_run_faces(s, (r - 4) % 13 + 1, 3))
+        group = take_faces([(r, t) for t in Suit]) if run else None
+        extra = take_face((r % 13 + 1, s)) if group else None
+        if run and group and extra:
+            table += [tuple(run), tuple(group)]
+            who = draw(st.sampled_from(SEATS))
+            hands[who].append(extra)
+            rival = take_face((r % 13 + 1, s))  # the other copy: a race for the same spot
+            if rival is not None:
+                hands[(who + 1 + draw(st.integers(0, 1))) % 3].append(rival)
     related = sorted({f for m in table for f in _neighbours(m)})
-    hands: list[tuple[Card, ...]] = []
-    for _ in SEATS:
-        hand: list[Card] = []
+    for hand in hands:
         for _ in range(draw(st.integers(3, 9))):
-            if draw(st.integers(0, 3)) and related:
+            if draw(st.integers(0, 3)) != 3 and related:
                 c = take_face(draw(st.sampled_from(related)))
             else:
                 c = take_face(draw(st.sampled_from(sorted({(c.rank, c.suit) for c in free}))))
@@ -142,7 +157,6 @@ def explicit_deals(draw: st.DrawFn) -> Deal:
             planted = take_faces(draw(_meld_faces()))
             if planted is not None:
                 hand += planted
-        hands.append(tuple(hand))
     talloni = []
     for _ in SEATS:
         size = draw(st.integers(1, 8))
@@ -153,7 +167,7 @@ def explicit_deals(draw: st.DrawFn) -> Deal:
     return Deal(
         removed=tuple(removed),
         talloni=(talloni[0], talloni[1], talloni[2]),
-        hands=(hands[0], hands[1], hands[2]),
+        hands=(tuple(hands[0]), tuple(hands[1]), tuple(hands[2])),
         table=tuple(table),
         drawn=draw(st.frozensets(st.sampled_from(SEATS))),
         direct_meld=draw(st.frozensets(st.sampled_from(SEATS))),
@@ -242,8 +256,12 @@ class TableMachine(RuleBasedStateMachine):
 
     def seat(self, data: st.DataObject,
              wanted: Callable[[PlayerState], bool] | None = None) -> Seat:
-        """A player for whom the action makes sense (`wanted`), if any; else anyone."""
+        """A player for whom the action makes sense (`wanted`), if any; else anyone. Players
+        carrying out a plan are left alone three times in four, so that plans get done."""
         good = [p.seat for p in self.table.players if wanted is None or wanted(p)]
+        free = [s for s in good if not self.plans.get(s)]
+        if free and (len(free) == len(good) or not self.rare(data, 4)):
+            return self.pick(data, free)
         return self.pick(data, good or SEATS)
 
     def meld_id(self, data: st.DataObject) -> int:
@@ -280,6 +298,10 @@ class TableMachine(RuleBasedStateMachine):
         """A fitting (card, meld), preferring melds in another player's open calata zone: work
         that leans on cards on trial (M5.4.3, M5.4.4), so that chains (M5.5) happen."""
         t = self.table
+        cards = {c for c, _ in fits}
+        leaning = leans(t, p, cards)
+        if leaning and not data.draw(st.booleans()):
+            return self.pick(data, leaning)
         zone = {mid for s in SEATS if s != p and (cal := t.open_calata(s)) is not None
                 for mid in cal.touched_now}
         hot = [f for f in fits if f[1] in zone]
@@ -327,15 +349,36 @@ class TableMachine(RuleBasedStateMachine):
         """M5.3: start a declare-move-place plan (carried out by `follow_plan`, one action a
         step, while the others play); sometimes the plan stops after the move, leaving work on
         trial for the others to lean on and for the timeout or a conclusion to judge."""
-        p = self.seat(data, _can_attach)
-        plans = rearrangements(self.table, p)
-        if not plans:
+        t = self.table
+        options = [(s, plan) for s in SEATS if _can_attach(t.players[s])
+                   for plan in rearrangements(t, s, limit=8)]
+        if not options:
             return
-        plan = list(self.pick(data, plans))
+        p, plan = self.pick(data, options)
         if self.rare(data, 4):
             plan = plan[:2]
         self.plans[p] = plan
         self.follow(p)
+
+    def work_on_trial(self) -> bool:
+        t = self.table
+        return self.someone(_in_calata) and any(
+            t.calate[op.calata].status is CalataStatus.OPEN for op in t.live_ops())
+
+    @precondition(lambda self: self.work_on_trial())
+    @rule(data=st.data())
+    def lean_on_trial(self, data: st.DataObject) -> None:
+        """M5.4.4: attach (or place) a card that fits only thanks to another player's cards on
+        trial; if those fall, the chain (M5.5) takes this card too."""
+        t = self.table
+        options: list[Action] = []
+        for s in SEATS:
+            ps = t.players[s]
+            if _can_attach(ps):
+                options += [Attach(s, c, mid) for c, mid in leans(t, s, ps.hand)]
+            options += [Place(s, c, mid) for c, mid in leans(t, s, ps.pozzetto)]
+        if options:
+            self.act(self.pick(data, options))
 
     @precondition(lambda self: any(self.plans.values()))
     @rule(data=st.data())

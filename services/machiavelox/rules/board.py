@@ -52,6 +52,7 @@ class Op:
     prev: tuple[int | None, ...] = ()  # per card: the live op that last moved it (M5.5.1)
     touched: tuple[int, ...] = ()  # meld ids this op touched when it was applied live
     needs: frozenset[int] = frozenset()  # other calate's ops this op needed (M5.4.4, M5.5.2)
+    from_common: bool = False  # a card of the tiebreak's common pozzetto (M10.2)
 
     @property
     def own_cards(self) -> bool:

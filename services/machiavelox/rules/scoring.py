@@ -15,37 +15,58 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SmazzataResult:
     winner: Seat | None
-    closed: bool  # ended by a closing (M8) rather than by silence, survivors or a draw
     scores: tuple[int, int, int]
+    ending: str  # closing | survivor | silence | tiebreak | draw | everyone-gone
     draw: tuple[Seat, ...] = ()  # the tied players of a patta (M10.3)
-    ending: str = "closing"  # closing | survivor | silence | draw | everyone-gone
+
+    @property
+    def closed(self) -> bool:
+        return self.ending == "closing"
 
     def summary(self) -> str:
         pts = ", ".join(f"{s} {self.scores[s]:+d}" for s in SEATS)
-        who = f"winner {self.winner}" if self.winner is not None else "no winner"
+        if self.draw:
+            who = "draw " + " ".join(str(s) for s in self.draw)
+        else:
+            who = f"winner {self.winner}" if self.winner is not None else "no winner"
         return f"{self.ending}: {who}; {pts}"
 
 
-def cards_in_hand(table: Table, seat: Seat) -> int:
-    """Hand plus pozzetto (M4.3: the pozzetto counts as hand)."""
+def cards_held(table: Table, seat: Seat) -> int:
+    """Hand plus pozzetto (M4.3), plus own cards left in a tiebreak's common pozzetto."""
     ps = table.players[seat]
-    return len(ps.hand) + len(ps.pozzetto)
+    common = sum(1 for c in table.common if table.common_owner.get(c) == seat)
+    return len(ps.hand) + len(ps.pozzetto) + common
 
 
-def score_closing(table: Table, winner: Seat | None, closed: bool) -> SmazzataResult:
-    """M12.1-M12.4: the winner scores 50 - own tallone + opponents' cards in hand (pozzetti and
-    eliminated or abandoned players included), +10 for a closing with the tallone used up;
-    eliminated and abandoned players -15; everyone else 0."""
-    scores = [0, 0, 0]
-    for ps in table.players:
-        if ps.status in (PlayerStatus.ELIMINATED, PlayerStatus.ABANDONED):
-            scores[ps.seat] = PENALTY
+def _base_scores(table: Table) -> list[int]:
+    """M12.4: eliminated and abandoned players -15; everyone else 0 until decided."""
+    return [PENALTY if table.players[s].status in (PlayerStatus.ELIMINATED,
+                                                   PlayerStatus.ABANDONED) else 0
+            for s in SEATS]
+
+
+def score_win(table: Table, winner: Seat | None, ending: str) -> SmazzataResult:
+    """M12.1-M12.3: the winner scores 50 - own tallone + the opponents' cards in hand (pozzetti,
+    eliminated and abandoned players, and their cards left in a common pozzetto included);
+    +10 for a closing with the tallone used up."""
+    scores = _base_scores(table)
     if winner is not None:
         wp = table.players[winner]
         pts = WIN_POINTS - len(wp.tallone)
-        pts += sum(cards_in_hand(table, s) for s in SEATS if s != winner)
-        if closed and not wp.tallone:
+        pts += sum(cards_held(table, s) for s in SEATS if s != winner)
+        if ending == "closing" and not wp.tallone:
             pts += FULL_TALLONE_BONUS
         scores[winner] = pts
-    ending = "closing" if closed else ("survivor" if winner is not None else "everyone-gone")
-    return SmazzataResult(winner, closed, (scores[0], scores[1], scores[2]), ending=ending)
+    return SmazzataResult(winner, (scores[0], scores[1], scores[2]), ending)
+
+
+def score_draw(table: Table, tied: tuple[Seat, ...]) -> SmazzataResult:
+    """M12.5 decision: each tied player scores 50 - own tallone (0) + the non-tied opponents'
+    cards - the common pozzetto, never below -15 (staying must not cost more than leaving)."""
+    scores = _base_scores(table)
+    others = sum(cards_held(table, s) for s in SEATS if s not in table.tiebreak_players)
+    for s in tied:
+        pts = WIN_POINTS - len(table.players[s].tallone) + others - len(table.common)
+        scores[s] = max(PENALTY, pts)
+    return SmazzataResult(None, (scores[0], scores[1], scores[2]), "draw", draw=tied)

@@ -64,6 +64,8 @@ class Calata:
     needs: dict[int, frozenset[int]] = field(default_factory=dict)
     touched_now: frozenset[int] = frozenset()  # current ids of the melds it touches (M6.6)
     is_stop: bool = False  # the stopper's calata during a freeze (M9)
+    suspended_left_ms: int | None = None  # a frozen calata's time: restarts at 40 s (M9.6)
+    consolidate_left_ms: int | None = None  # a consolidation clock stopped by a freeze
 
 
 @dataclass
@@ -84,7 +86,9 @@ class PlayerState:
     direct_meld_calate: set[int] = field(default_factory=set)  # concluded calate with a direct meld
     calata: int | None = None  # the open calata (M5.0: at most one)
     hold: Hold | None = None
-    silent_since_ms: int | None = None  # None: alive (M11)
+    silent: bool = False  # not sending signs of life (M11.1)
+    last_sign_ms: int = 0  # the last sign of life (dormant 10 s after it, M11.1 decision)
+    absence_since_ms: int | None = None  # the 90 s count (M11.2); None while it does not run
     said_stop: bool = False  # M9.1: once per smazzata
     pending_draws: int = 0  # M7.4: forced draws delivered when the pozzetto calata concludes
 

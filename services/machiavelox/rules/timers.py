@@ -1,9 +1,10 @@
-"""The table's timers: which deadline fires next (M5.0.1, M5.5.8, M6.3, M7).
+"""The table's timers: which deadline fires next (M5.0.1, M5.5.8, M6.3, M7, M9, M10, M11).
 
 Timers are not stored as a queue: each is a deadline on the state it belongs to (a calata, a
-hold, the inactivity countdown), so undoing or concluding something cancels its timer for free.
-Timers due at the same instant fire in a fixed order: holds, calata timeouts, consolidations,
-inactivity; then by seat or calata id.
+hold, the inactivity countdown, the freeze, the tiebreak, a player's absence), so concluding or
+undoing something cancels its timer for free. Timers due at the same instant fire in a fixed
+order: holds, calata timeouts, the end of a freeze, consolidations, abandonments (all those of
+one instant together, M11.3), inactivity, the end of a tiebreak; then by seat or calata id.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .state import CalataStatus, Phase
+from .state import ABANDON_MS, CalataStatus, Phase
 
 if TYPE_CHECKING:
     from .table import Table
 
-_ORDER = {"hold": 0, "calata": 1, "consolidate": 2, "inactivity": 3}
+ORDER = ("hold", "calata", "stop", "consolidate", "absence", "inactivity", "tiebreak")
+_RANK = {kind: i for i, kind in enumerate(ORDER)}
 
 
 @dataclass(frozen=True, order=True)
@@ -27,24 +29,34 @@ class Timer:
     kind: str
 
 
+def _timer(at_ms: int, kind: str, ref: int = 0) -> Timer:
+    return Timer(at_ms, _RANK[kind], ref, kind)
+
+
 def all_timers(table: Table) -> list[Timer]:
-    if table.phase is Phase.ENDED:
+    if table.phase in (Phase.ENDED, Phase.PAUSE):
         return []
     out: list[Timer] = []
     for ps in table.players:
         if ps.hold is not None:
-            out.append(Timer(ps.hold.deadline_ms, _ORDER["hold"], int(ps.seat), "hold"))
+            out.append(_timer(ps.hold.deadline_ms, "hold", int(ps.seat)))
+        if ps.in_play and ps.absence_since_ms is not None:
+            out.append(_timer(ps.absence_since_ms + ABANDON_MS, "absence", int(ps.seat)))
     for cal in table.calate.values():
         if cal.status is CalataStatus.OPEN and cal.deadline_ms is not None:
-            out.append(Timer(cal.deadline_ms, _ORDER["calata"], cal.id, "calata"))
+            out.append(_timer(cal.deadline_ms, "calata", cal.id))
         elif cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
-            out.append(Timer(cal.consolidate_ms, _ORDER["consolidate"], cal.id, "consolidate"))
+            out.append(_timer(cal.consolidate_ms, "consolidate", cal.id))
     if table.phase is Phase.PLAYING:
-        out.append(Timer(table.inactivity_ms, _ORDER["inactivity"], 0, "inactivity"))
+        out.append(_timer(table.inactivity_ms, "inactivity"))
+    if table.phase is Phase.FROZEN and table.stop_deadline_ms is not None:
+        out.append(_timer(table.stop_deadline_ms, "stop"))
+    if table.phase is Phase.TIEBREAK and table.tiebreak_ms is not None:
+        out.append(_timer(table.tiebreak_ms, "tiebreak"))
     return out
 
 
-def due_timers(table: Table, now_ms: int) -> Timer | None:
+def due_timer(table: Table, now_ms: int) -> Timer | None:
     """The first timer due at or before `now_ms`, or None."""
     timers = [t for t in all_timers(table) if t.at_ms <= now_ms]
     return min(timers) if timers else None

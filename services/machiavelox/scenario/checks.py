@@ -7,7 +7,6 @@ found) otherwise. `expect rejected` is not here: it belongs to the action before
 from __future__ import annotations
 
 from machiavelox import rules
-from machiavelox.rules.state import DORMANT_MS
 
 from .cardsets import exact_faces, same_cards, same_melds, show_card, show_cards, show_melds
 from .cardsets import show_specs as specs_text
@@ -111,25 +110,8 @@ def _check_meld(table: rules.Table, exp: ExpectMeld) -> None:
 
 
 def status_word(table: rules.Table, seat: rules.Seat) -> str:
-    """active | dormant | frozen | eliminated | abandoned | out (SCENARIO-FORMAT.md).
-
-    The engine keeps active/eliminated/abandoned/out; frozen (during a Stop!, everyone active
-    but the stopper) and dormant (active, silent for 10 s or more, M11.1) are derived here.
-    """
-    ps = table.players[seat]
-    if ps.status is not rules.PlayerStatus.ACTIVE:
-        return str(ps.status.value)
-    if table.phase is rules.Phase.FROZEN:
-        stoppers = [p.seat for p in table.players if p.said_stop and p.in_play]
-        if len(stoppers) != 1:
-            raise ScenarioFailure("not implemented yet: who the stopper of a freeze is (M9): "
-                                  "the table is frozen but no active player said Stop!")
-        if seat != stoppers[0]:
-            return "frozen"
-    since = ps.silent_since_ms
-    if since is not None and table.now_ms - since >= DORMANT_MS:
-        return "dormant"
-    return "active"
+    """active | dormant | frozen | eliminated | abandoned | out (SCENARIO-FORMAT.md)."""
+    return table.status_word(seat)
 
 
 def _check_result(table: rules.Table, exp: ExpectWinner | ExpectDraw | ExpectPoints) -> None:

@@ -1,0 +1,230 @@
+"""The calata lifecycle (M5.0-M5.5): open, record ops, judge, conclude, give up, undo.
+
+Free functions over a `Table`; the action handlers (`play.py`), the freeze (`freeze.py`) and the
+endings (`endings.py`) all conclude calate through here, so there is one conclusion procedure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import pingpong
+from .board import Op, OpKind, Zone
+from .cards import Card
+from .chain import UndoPlan, plan_undo
+from .events import Event
+from .judge import judge
+from .state import CALATA_MS, CONSOLIDATION_MS, INACTIVITY_MS, Calata, CalataStatus, Phase
+
+if TYPE_CHECKING:
+    from .state import PlayerState
+    from .table import Table
+
+
+def open_calata(t: Table, ps: PlayerState) -> list[Event]:
+    """Open a calata at the player's first move if none is open (M5.0.1 decision).
+
+    During a freeze the stopper's calata has no 40 s limit (M9.3)."""
+    if ps.calata is not None:
+        return []
+    stop = t.phase is Phase.FROZEN and t.stopper == ps.seat
+    deadline = None if stop else t.now_ms + CALATA_MS
+    cal = Calata(t.next_calata_id(), ps.seat, t.now_ms, deadline, is_stop=stop)
+    t.calate[cal.id] = cal
+    ps.calata = cal.id
+    return [Event("calata-opened", t.now_ms, ps.seat)]
+
+
+def calata_of(t: Table, ps: PlayerState) -> Calata:
+    cal = t.open_calata(ps.seat)
+    assert cal is not None, "a move without a calata"
+    return cal
+
+
+def record_op(t: Table, ps: PlayerState, kind: OpKind, cards: tuple[Card, ...], src_zone: Zone,
+              src_meld: int | None, dst: int | None, from_common: bool = False) -> Op:
+    """Make an op, apply it to the live board and append it to the calata and the live log."""
+    cal = calata_of(t, ps)
+    ids = t.reserve_meld_ids()
+    target = ids[0] if dst is None else dst
+    prev = tuple(t.board.last_op.get(c) for c in cards) if src_zone is Zone.TABLE else ()
+    op = Op(t.next_op_seq(), ps.seat, cal.id, kind, cards, src_zone, src_meld, target, ids,
+            t.now_ms, prev=prev, from_common=from_common)
+    if src_meld is not None:
+        t.parents[ids[1]] = src_meld
+    t.parents[ids[2]] = target
+    op.touched = tuple(t.board.apply(op))
+    t.ops[op.seq] = op
+    t.live.append(op.seq)
+    cal.ops.append(op.seq)
+    return op
+
+
+def after_move(t: Table, ps: PlayerState) -> list[Event]:
+    """Judge the calata on the state its move produced (M5.4.2), then maybe conclude it."""
+    rejudge(t, calata_of(t, ps))
+    return maybe_auto_conclude(t, ps)
+
+
+def rejudge(t: Table, cal: Calata) -> None:
+    verdict = judge(t, cal)
+    cal.fail_ops = verdict.fail_ops
+    cal.needs = verdict.needs
+    cal.touched_now = verdict.touched
+
+
+def maybe_auto_conclude(t: Table, ps: PlayerState) -> list[Event]:
+    """Decision (M5.4): a calata concludes by itself when its work is in order.
+
+    The stopper's calata must also leave the whole table in order before it can close (M9.4)."""
+    cal = t.open_calata(ps.seat)
+    if cal is None or t.pozzetto_of(ps) or ps.hold is not None or cal.fail_ops:
+        return []
+    if cal.is_stop and not ps.hand and not t.table_in_order():
+        return []  # the stopper may not close leaving wounds: mend them first
+    return conclude(t, cal, "auto")
+
+
+def return_pozzetto(t: Table, ps: PlayerState) -> list[Event]:
+    """M5.3.6: unplaced pozzetto cards go back to the hand."""
+    if not ps.pozzetto:
+        return []
+    ev = Event("undeclared", t.now_ms, ps.seat, cards=sorted_cards(ps.pozzetto),
+               detail="not placed")
+    ps.hand.update(ps.pozzetto)
+    ps.pozzetto.clear()
+    return [ev]
+
+
+def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Event]:
+    """Conclude `cal` (M5.4): its judgement at the last move decides what falls (M5.4.5).
+
+    `whole`: when anything is irregular, all of its work falls (the stopper's failed freeze,
+    M9.7) instead of the irregular part only."""
+    ps = t.players[cal.player]
+    out: list[Event] = []
+    if ps.hold is not None:
+        out.append(release_hold(t, ps, "released"))
+    out += return_pozzetto(t, ps)
+    ps.calata = None
+    pingpong.calata_ended(t, cal)
+    if not cal.ops:
+        cal.status = CalataStatus.FELL
+        out.append(Event("void", t.now_ms, ps.seat, detail=reason))
+        return out + after_conclusion(t, ps, cal, confirmed=False)
+    own_before = list(cal.ops)
+    first = set(cal.fail_ops) & set(own_before)
+    if whole and first:
+        first = set(own_before)
+    needs_check = bool(first) or not (cal.is_stop or any(t.ops[s].own_cards for s in own_before))
+    fallen_own: list[Card] = []
+    if needs_check:
+        plan = plan_undo(t, first, concluding=cal)
+        fallen_own = [c for s in sorted(plan.fallen) if t.ops[s].calata == cal.id
+                      for c in t.ops[s].cards]
+        out += commit(t, plan, cause=cal)
+    if cal.ops:
+        cal.status = CalataStatus.CONFIRMED
+        cal.concluded_ms = t.now_ms
+        cal.consolidate_ms = t.now_ms + CONSOLIDATION_MS
+        if t.phase is Phase.FROZEN:
+            cal.consolidate_ms = None  # its clock starts when the freeze ends
+            cal.consolidate_left_ms = CONSOLIDATION_MS
+        rejudge(t, cal)
+        for seq in cal.ops:
+            t.ops[seq].needs = cal.needs.get(seq, frozenset())
+        if any(t.ops[s].kind is OpKind.DIRECT for s in cal.ops):
+            ps.direct_meld_calate.add(cal.id)  # M8.2(2)
+    else:
+        cal.status = CalataStatus.FELL
+    kind = "failed" if fallen_own or not cal.ops else "confirmed"
+    out.append(Event(kind, t.now_ms, ps.seat, cards=tuple(fallen_own), detail=reason))
+    return out + after_conclusion(t, ps, cal, confirmed=bool(cal.ops))
+
+
+def after_conclusion(t: Table, ps: PlayerState, cal: Calata, confirmed: bool) -> list[Event]:
+    from . import endings
+
+    out: list[Event] = []
+    own_cards = confirmed and any(t.ops[s].own_cards for s in cal.ops)
+    if own_cards:
+        t.inactivity_ms = t.now_ms + INACTIVITY_MS  # M7.2
+        if t.inactivity_left_ms is not None:
+            t.inactivity_left_ms = INACTIVITY_MS
+    if t.phase is Phase.TIEBREAK and confirmed and any(t.ops[s].from_common for s in cal.ops):
+        return out + endings.tiebreak_won(t, ps.seat)  # M10.2
+    if confirmed and not ps.hand and not ps.pozzetto and t.phase is not Phase.TIEBREAK:
+        if cal.is_stop and not t.table_in_order():
+            return out + endings.eliminate(t, [ps], "a closing that leaves wounds (M9.4)")
+        return out + endings.closing(t, ps)  # M8.1: the closing is the confirmation itself
+    return out + endings.deliver_forced_draws(t, ps)
+
+
+def annulla(t: Table, cal: Calata) -> list[Event]:
+    """ANNULLA (M5.5.6): all own work goes, regular or not; dependents follow (M5.5)."""
+    ps = t.players[cal.player]
+    out: list[Event] = []
+    if ps.hold is not None:
+        out.append(release_hold(t, ps, "released"))
+    ps.calata = None
+    pingpong.calata_ended(t, cal)
+    if cal.ops:
+        plan = plan_undo(t, set(cal.ops), concluding=cal)
+        out += commit(t, plan, cause=cal)
+    out += return_pozzetto(t, ps)
+    cal.status = CalataStatus.FELL
+    out.append(Event("cancelled", t.now_ms, ps.seat))
+    return out + after_conclusion(t, ps, cal, confirmed=False)
+
+
+def commit(t: Table, plan: UndoPlan, cause: Calata) -> list[Event]:
+    """Make an undo plan the table: cards go back, calate lose what fell, events (M5.5.7-8)."""
+    if not plan.fallen:
+        return []
+    old_where = t.board.where
+    t.board = plan.board
+    fallen_ops = sorted((t.ops[s] for s in plan.fallen), key=lambda o: o.seq)
+    t.live = [op.seq for op in plan.survivors]
+    hit: dict[int, list[Op]] = {}
+    for op in reversed(fallen_ops):
+        del t.ops[op.seq]
+        cal = t.calate[op.calata]
+        cal.ops.remove(op.seq)
+        hit.setdefault(cal.id, []).append(op)
+        if op.src_zone is Zone.TABLE:
+            continue
+        if op.from_common:
+            t.common.update(dict.fromkeys(op.cards, t.common_owner[op.cards[0]]))
+            continue
+        owner = t.players[op.player]
+        back_to_pozzetto = (op.src_zone is Zone.POZZETTO and cal.status is CalataStatus.OPEN
+                            and cal is not cause)
+        (owner.pozzetto if back_to_pozzetto else owner.hand).update(op.cards)
+    out: list[Event] = []
+    for ps in t.players:
+        if ps.hold is not None and t.board.where.get(ps.hold.card) != old_where.get(ps.hold.card):
+            out.append(release_hold(t, ps, "released"))
+    for cid, ops in hit.items():
+        cal = t.calate[cid]
+        if cal is cause:
+            continue
+        cards = tuple(c for op in reversed(ops) for c in op.cards)
+        if cal.status is CalataStatus.CONFIRMED:
+            cal.status = CalataStatus.FELL  # M5.5.5, M5.5.7: as if it never happened
+            t.players[cal.player].direct_meld_calate.discard(cal.id)
+        elif cal.status is CalataStatus.OPEN:
+            rejudge(t, cal)
+        out.append(Event("chain", t.now_ms, cal.player, by=cause.player, cards=cards,
+                         detail=f"undone because the calata of {cause.player} failed"))
+    return out
+
+
+def release_hold(t: Table, ps: PlayerState, kind: str) -> Event:
+    assert ps.hold is not None
+    card = ps.hold.card
+    ps.hold = None
+    return Event(kind, t.now_ms, ps.seat, cards=(card,), meld=t.board.where.get(card))
+
+
+def sorted_cards(cards: set[Card] | tuple[Card, ...]) -> tuple[Card, ...]:
+    return tuple(sorted(cards, key=lambda c: (c.suit, c.rank, c.copy)))
