@@ -78,7 +78,7 @@ def maybe_auto_conclude(t: Table, ps: PlayerState) -> list[Event]:
 
     The stopper's calata must also leave the whole table in order before it can close (M9.4)."""
     cal = t.open_calata(ps.seat)
-    if cal is None or t.pozzetto_of(ps) or ps.hold is not None or cal.fail_ops:
+    if cal is None or ps.pozzetto or ps.hold is not None or cal.fail_ops:
         return []
     if cal.is_stop and not ps.hand and not t.table_in_order():
         return []  # the stopper may not close leaving wounds: mend them first
