@@ -130,14 +130,6 @@ def test_expect_rejected_after_an_accepted_action_fails(tmp_path: Path) -> None:
     assert line == "FAIL s.mxs:7: expected p1 attach 7C to g1 to be refused / found it was accepted"
 
 
-def test_not_implemented_fails_even_with_expect_rejected(tmp_path: Path) -> None:
-    line = result_line(tmp_path, "match long\nstart\n")
-    assert line == "FAIL s.mxs:1: not implemented yet: long matches (M13)"
-    line = result_line(tmp_path, BASE + "expect total p1 3\n")
-    assert line == "FAIL s.mxs:6: not implemented yet: long matches (M13)"
-
-
-# ---------------------------------------------------------------------- cards and melds
 def spec(text: str) -> CardSpec:
     face, copy = rules.parse_face(text)
     return CardSpec(face[0], face[1], copy)

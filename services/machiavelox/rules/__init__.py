@@ -34,6 +34,7 @@ from .errors import (
     RulesError,
 )
 from .events import Event
+from .match import Match, MatchKind, MatchResult
 from .melds import MeldKind, classify, is_regular
 from .scoring import SmazzataResult
 from .seats import SEATS, Seat
@@ -62,6 +63,9 @@ __all__ = [
     "InvalidActionError",
     "Leave",
     "Liveness",
+    "Match",
+    "MatchKind",
+    "MatchResult",
     "MeldKind",
     "Move",
     "NotImplementedRuleError",

@@ -20,7 +20,7 @@ from . import endings, freeze, lifecycle, play
 from .board import Board, Op
 from .cards import Card
 from .deal import Deal
-from .errors import NotImplementedRuleError, illegal, invalid
+from .errors import illegal, invalid
 from .events import Event
 from .melds import is_regular
 from .pingpong import Episode
@@ -268,8 +268,8 @@ class Table:
 
 
 def not_a_table_action(t: Table, a: Any) -> list[Event]:
-    raise NotImplementedRuleError("match/not-a-table-action",
-                                  f"{type(a).__name__} belongs to the match, not the table")
+    raise illegal("match/not-paused", f"{type(a).__name__} belongs to the pause between the "
+                  "smazzate of a long match (M13.4, M13.5)")
 
 
 Table._handlers[A.Ready] = not_a_table_action

@@ -1,4 +1,4 @@
-"""Expectations evaluated on the live table: `check(table, expectation, matched_events)`.
+"""Expectations evaluated on the live match: `check(match, expectation, matched_events)`.
 
 Each check returns nothing when the expectation holds and raises ScenarioFailure(expected,
 found) otherwise. `expect rejected` is not here: it belongs to the action before it (runner).
@@ -28,12 +28,13 @@ from .syntax import (
     ExpectWinner,
 )
 
-LONG_MATCHES = "not implemented yet: long matches (M13)"
+EventKey = tuple[str, int]  # ("table" | "match", index in that event list)
 
 
-def check(table: rules.Table, exp: Expect, matched: set[int]) -> None:
-    """Raise ScenarioFailure unless `exp` holds; `matched` are the event indices already
-    claimed by earlier `expect event` statements (updated when this one matches)."""
+def check(game: rules.Match, exp: Expect, matched: set[EventKey]) -> None:
+    """Raise ScenarioFailure unless `exp` holds; `matched` are the events already claimed by
+    earlier `expect event` statements (updated when this one matches)."""
+    table = game.table
     match exp:
         case ExpectCards(zone=zone, player=p, cards=specs):
             ps = table.players[p]
@@ -72,16 +73,16 @@ def check(table: rules.Table, exp: Expect, matched: set[int]) -> None:
                     f"holding {p} {spec if spec is not None else 'none'}",
                     f"holding {p} {show_card(held, exact) if held is not None else 'none'}")
         case ExpectPhase(phase=phase):
-            if table.phase.value != phase:
-                raise ScenarioFailure(f"phase {phase}", f"phase {table.phase.value}")
+            if game.phase != phase:
+                raise ScenarioFailure(f"phase {phase}", f"phase {game.phase}")
         case ExpectStatus(player=p, status=status):
-            word = status_word(table, p)
+            word = status_word(game, p)
             if word != status:
                 raise ScenarioFailure(f"status {p} {status}", f"status {p} {word}")
         case ExpectWinner() | ExpectDraw() | ExpectPoints():
-            _check_result(table, exp)
+            _check_result(game, exp)
         case ExpectEvent(words=words):
-            _check_event(table, list(words), matched)
+            _check_event(game, list(words), matched)
         case _:
             raise AssertionError(f"unknown expectation {exp!r}")
 
@@ -109,44 +110,61 @@ def _check_meld(table: rules.Table, exp: ExpectMeld) -> None:
         raise ScenarioFailure(f"meld {want} {exp.status}", f"{want} {' / '.join(statuses)}")
 
 
-def status_word(table: rules.Table, seat: rules.Seat) -> str:
+def status_word(game: rules.Match, seat: rules.Seat) -> str:
     """active | dormant | frozen | eliminated | abandoned | out (SCENARIO-FORMAT.md)."""
-    return table.status_word(seat)
+    if seat in game.out:
+        return "out"
+    return game.table.status_word(seat)
 
 
-def _check_result(table: rules.Table, exp: ExpectWinner | ExpectDraw | ExpectPoints) -> None:
+def _check_result(game: rules.Match, exp: ExpectWinner | ExpectDraw | ExpectPoints) -> None:
+    """Scores are the last smazzata's; totals, and the winner or draw once a long match has
+    ended, are the match's (M13)."""
+    table = game.table
     if isinstance(exp, ExpectPoints) and exp.total:
-        raise ScenarioFailure(LONG_MATCHES)
-    result = table.result
-    if result is None:
+        if game.totals[exp.player] != exp.points:
+            raise ScenarioFailure(f"total {exp.player} {exp.points}",
+                                  f"total {exp.player} {game.totals[exp.player]}")
+        return
+    outcome: rules.MatchResult | rules.SmazzataResult | None = table.result
+    if game.kind is rules.MatchKind.LONG and game.result is not None \
+            and not isinstance(exp, ExpectPoints):
+        outcome = game.result
+    if outcome is None:
         raise ScenarioFailure(exp.text.removeprefix("expect ").strip(),
-                              f"the smazzata has not ended (phase {table.phase.value})")
+                              f"the smazzata has not ended (phase {game.phase})")
+    summary = outcome.summary() if isinstance(outcome, rules.SmazzataResult) else str(outcome)
     if isinstance(exp, ExpectWinner):
-        if result.winner != exp.player:
+        if outcome.winner != exp.player:
             raise ScenarioFailure(f"winner {_who(exp.player)}",
-                                  f"winner {_who(result.winner)} ({result.summary()})")
+                                  f"winner {_who(outcome.winner)} ({summary})")
     elif isinstance(exp, ExpectDraw):
-        if set(result.draw) != set(exp.players):
-            found = " ".join(str(p) for p in result.draw) or "none"
+        if set(outcome.draw) != set(exp.players):
+            found = " ".join(str(p) for p in outcome.draw) or "none"
             raise ScenarioFailure(f"draw {' '.join(str(p) for p in exp.players)}",
-                                  f"draw {found} ({result.summary()})")
+                                  f"draw {found} ({summary})")
     else:
-        found_pts = result.scores[exp.player]
+        assert table.result is not None
+        found_pts = table.result.scores[exp.player]
         if found_pts != exp.points:
             raise ScenarioFailure(f"score {exp.player} {exp.points}",
-                                  f"score {exp.player} {found_pts} ({result.summary()})")
+                                  f"score {exp.player} {found_pts} ({summary})")
 
 
 def _who(seat: rules.Seat | None) -> str:
     return "none" if seat is None else str(seat)
 
 
-def _check_event(table: rules.Table, words: list[str], matched: set[int]) -> None:
-    for i, event in enumerate(table.events):
-        if i not in matched and event.words()[:len(words)] == words:
-            matched.add(i)
+def _check_event(game: rules.Match, words: list[str], matched: set[EventKey]) -> None:
+    events: list[tuple[EventKey, rules.Event]] = [
+        *((("table", i), e) for i, e in enumerate(game.table.events)),
+        *((("match", i), e) for i, e in enumerate(game.events)),
+    ]
+    for key, event in events:
+        if key not in matched and event.words()[:len(words)] == words:
+            matched.add(key)
             return
-    unmatched = [" ".join(e.words()) for i, e in enumerate(table.events) if i not in matched]
+    unmatched = [" ".join(e.words()) for key, e in events if key not in matched]
     shown = ", ".join(unmatched[-12:]) or "none"
     more = f"{len(unmatched) - 12} more, then " if len(unmatched) > 12 else ""
     raise ScenarioFailure(f"event {' '.join(words)}",

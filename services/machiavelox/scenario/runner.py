@@ -20,7 +20,7 @@ from typing import TextIO
 
 from machiavelox import rules
 
-from .checks import LONG_MATCHES, check
+from .checks import EventKey, check
 from .errors import ScenarioFailure, ScenarioSyntaxError
 from .parser import parse_text
 from .resolve import meld_id, pick_card, pick_cards
@@ -110,14 +110,27 @@ class Runner:
         self.verbose = verbose
         self.out = out if out is not None else sys.stdout
         self.now_ms = 0
-        self._table: rules.Table | None = None
+        self.long = False
+        self._match: rules.Match | None = None
+        self._bound: rules.Table | None = None  # the table `names` and `matched` belong to
+        self._pending_names: dict[str, int] = {}  # setup names of a deal not started yet
         self.names: dict[str, int] = {}  # meld names of the current smazzata -> meld ids
-        self.matched: set[int] = set()  # indices of table.events claimed by `expect event`
+        self.matched: set[EventKey] = set()  # events claimed by `expect event`
+
+    @property
+    def match(self) -> rules.Match:
+        assert self._match is not None, "the parser guarantees a start before play"
+        return self._match
 
     @property
     def table(self) -> rules.Table:
-        assert self._table is not None, "the parser guarantees a start before play"
-        return self._table
+        table = self.match.table
+        if table is not self._bound:  # a new smazzata has started: its names, its events
+            self._bound = table
+            ids = list(table.board.melds)
+            self.names = {name: ids[index] for name, index in self._pending_names.items()}
+            self.matched = {key for key in self.matched if key[0] == "match"}
+        return table
 
     def run(self, scenario: Scenario) -> None:
         stmts = scenario.statements
@@ -147,8 +160,7 @@ class Runner:
             case Title():
                 return 0
             case Match(long=long):
-                if long:
-                    raise ScenarioFailure(LONG_MATCHES)
+                self.long = long
                 return 0
             case Start():
                 self.start(stmt)
@@ -161,34 +173,38 @@ class Runner:
             case ExpectRejected():
                 raise AssertionError("the parser puts `expect rejected` after an action")
             case Expect():
-                check(self.table, stmt, self.matched)
+                self.table  # noqa: B018 - binds a smazzata that started meanwhile
+                check(self.match, stmt, self.matched)
                 return 0
         raise AssertionError(f"unknown statement {stmt!r}")
 
     # ------------------------------------------------------------------ statements
     def start(self, stmt: Start) -> None:
-        if self._table is not None and self._table.phase is not rules.Phase.ENDED:
-            raise ScenarioFailure("the smazzata to have ended before a new deal",
-                                  f"phase {self._table.phase.value}")
-        table = rules.Table(stmt.deal, start_ms=self.now_ms)
-        ids = list(table.board.melds)  # setup melds get ids in deal.table order
-        self._table = table
-        self.names = {name: ids[index] for name, index in stmt.names.items()}
-        self.matched = set()
+        self._pending_names = dict(stmt.names)
+        if self._match is None:
+            kind = rules.MatchKind.LONG if self.long else rules.MatchKind.SINGLE
+            self._match = rules.Match(kind, stmt.deal, start_ms=self.now_ms)
+        else:
+            try:
+                self.trace_events(self.match.deal_next(stmt.deal, self.now_ms))
+            except rules.RulesError as e:
+                raise ScenarioFailure("a new smazzata to be dealt",
+                                      f"refused {e.code}: {e.message}") from e
+        self.table  # noqa: B018 - binds the names if the smazzata started
 
     def advance(self, stmt: At) -> None:
         target = self.now_ms + stmt.ms if stmt.relative else stmt.ms
         if target < self.now_ms:
             raise ScenarioFailure(f"a time from {self.now_ms / 1000:g} s on (time never goes "
                                   f"backwards)", f"at {target / 1000:g}")
-        events = self.table.advance(target)
+        events = self.match.advance(target)
         self.now_ms = target
         self.trace_events(events)
 
     def act(self, stmt: Act, rejected: ExpectRejected | None) -> int:
         action = self.action(stmt)
         try:
-            events = self.table.apply(action, self.now_ms)
+            events = self.match.apply(action, self.now_ms)
         except rules.NotImplementedRuleError:
             raise
         except rules.RulesError as e:
@@ -243,11 +259,11 @@ class Runner:
             case "undeclare":
                 return rules.Undeclare(p, pick_cards(stmt.cards, ps.pozzetto))
             case "direct":
-                return rules.Direct(p, pick_cards(stmt.cards, ps.pozzetto))
+                return rules.Direct(p, pick_cards(stmt.cards, self.table.pozzetto_of(ps)))
             case "attach":
                 return rules.Attach(p, pick_card(stmt.cards[0], ps.hand), self.meld(stmt.src))
             case "place":
-                return rules.Place(p, pick_card(stmt.cards[0], ps.pozzetto),
+                return rules.Place(p, pick_card(stmt.cards[0], self.table.pozzetto_of(ps)),
                                    self.meld(stmt.src))
             case "put":
                 return rules.Put(p, None if stmt.new else self.meld(stmt.src))
