@@ -122,8 +122,12 @@ def _search(table: Table, own: list[Op], related: list[Op], live: Sequence[Op],
 
 def _regular_without(table: Table, live: Sequence[Op], excluded: set[int],
                      own_seqs: set[int], mid: int) -> bool | None:
-    """Is meld `mid` regular when the ops in `excluded` never happened? None if an own op
-    could not be replayed (it used a card of an excluded op)."""
+    """Is meld `mid` regular when the ops in `excluded` never happened (and so neither did
+    the ops that needed them: "what happens to the meld if that card disappears", M5.5.2)?
+    None if an own op could not stand without them."""
+    excluded = _with_dependents(table, live, excluded)
+    if excluded & own_seqs:
+        return None
     board, stuck = replay(table.base, (op for op in live if op.seq not in excluded))
     if any(op.seq in own_seqs for op in stuck):
         return None
@@ -145,4 +149,22 @@ def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:
             continue
         out.add(seq)
         stack.extend(p for p in by_seq[seq].prev if p is not None)
+    return out
+
+
+def _with_dependents(table: Table, live: Sequence[Op], excluded: set[int]) -> set[int]:
+    """`excluded` plus every live op that needed one of them or moved one of their cards."""
+    out = set(excluded)
+    changed = True
+    while changed:
+        changed = False
+        for op in live:
+            if op.seq in out:
+                continue
+            cal = table.calate[op.calata]
+            needs = cal.needs.get(op.seq, op.needs) if cal.status is CalataStatus.OPEN \
+                else op.needs
+            if any(p in out for p in op.prev if p is not None) or needs & out:
+                out.add(op.seq)
+                changed = True
     return out
