@@ -16,7 +16,7 @@ from .cards import Card
 from .melds import display_order, is_regular
 from .scoring import SmazzataResult
 from .seats import SEATS, Seat
-from .state import CalataStatus
+from .state import ABANDON_MS, CalataStatus, Phase
 
 if TYPE_CHECKING:
     from .table import Table
@@ -61,6 +61,10 @@ class SeatView:
     calata_deadline_ms: int | None
     zone: tuple[int, ...]  # melds the open calata is touching (M6.6)
     holding: Card | None  # a held card is shown as engaged (M6.6)
+    dormant: bool  # P4: absent (no sign of life for 10 s), and since when
+    silent_since_ms: int | None
+    abandon_at_ms: int | None  # when absence becomes abandonment, if the clock runs (M11.2)
+    said_stop: bool
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,13 @@ class PlayerView:
     seats: tuple[SeatView, SeatView, SeatView]
     table: tuple[MeldView, ...]
     result: SmazzataResult | None
+    stopper: Seat | None  # during a freeze (M9)
+    stop_ends_ms: int | None
+    tiebreak: tuple[Seat, ...]  # the tied players (M10.2)
+    common: tuple[Card, ...]  # the common pozzetto, face-up
+    tiebreak_ends_ms: int | None
+    inactivity_ms: int | None  # when the 2-minute countdown fires (M7)
+    reserved: tuple[tuple[Card, Seat], ...]  # ping-pong reservations (M6.5)
 
 
 def card_status(table: Table, card: Card) -> tuple[CardStatus, Seat | None]:
@@ -131,6 +142,11 @@ def view_for(table: Table, viewer: Seat | None) -> PlayerView:
             calata_deadline_ms=cal.deadline_ms if cal is not None else None,
             zone=tuple(sorted(cal.touched_now)) if cal is not None else (),
             holding=ps.hold.card if ps.hold is not None else None,
+            dormant=table.is_dormant(s),
+            silent_since_ms=ps.last_sign_ms if ps.silent else None,
+            abandon_at_ms=(ps.absence_since_ms + ABANDON_MS
+                           if ps.absence_since_ms is not None else None),
+            said_stop=ps.said_stop,
         ))
     hand = _sorted(table.players[viewer].hand) if viewer is not None else ()
     return PlayerView(
@@ -142,4 +158,11 @@ def view_for(table: Table, viewer: Seat | None) -> PlayerView:
         seats=(seats[0], seats[1], seats[2]),
         table=tuple(melds),
         result=table.result,
+        stopper=table.stopper,
+        stop_ends_ms=table.stop_deadline_ms,
+        tiebreak=table.tiebreak_players,
+        common=_sorted(tuple(table.common)),
+        tiebreak_ends_ms=table.tiebreak_ms,
+        inactivity_ms=table.inactivity_ms if table.phase is Phase.PLAYING else None,
+        reserved=tuple(sorted(table.reserved.items(), key=lambda kv: kv[0].index)),
     )
