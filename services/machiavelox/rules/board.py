@@ -69,6 +69,8 @@ class Board:
     # split half -> the meld it comes from; one registry shared by a table's boards, written
     # when an op reserves its ids, so a replay can resolve halves it never created.
     parents: dict[int, int] = field(default_factory=dict)
+    creators: dict[int, int] = field(default_factory=dict)  # split half -> the op that splits
+    applied: set[int] = field(default_factory=set)  # seqs of the ops applied on this board
     born: set[int] = field(default_factory=set)  # every id that existed on this board
     last_op: dict[Card, int] = field(default_factory=dict)  # card -> seq of its last live op
 
@@ -77,14 +79,22 @@ class Board:
             melds={k: list(v) for k, v in self.melds.items()},
             where=dict(self.where),
             parents=self.parents,
+            creators=self.creators,
+            applied=set(self.applied),
             born=set(self.born),
             last_op=dict(self.last_op),
         )
 
     # -- queries -------------------------------------------------------------------------
     def resolve(self, meld_id: int) -> int:
-        """The id under which `meld_id` lives on this board (see module doc)."""
+        """The id under which `meld_id` lives on this board (see module doc).
+
+        A split half this board never made resolves to the meld it comes from when the op that
+        split it is not on this board (the cards never parted); when that op is here but did not
+        split (the half had no cards this time), the half is a meld of its own, empty so far."""
         while meld_id not in self.melds and meld_id not in self.born and meld_id in self.parents:
+            if self.creators.get(meld_id) in self.applied:
+                break
             meld_id = self.parents[meld_id]
         return meld_id
 
@@ -94,6 +104,37 @@ class Board:
         while meld_id in self.parents:
             meld_id = self.parents[meld_id]
             out.append(meld_id)
+        return out
+
+    def touches(self, op: Op, meld_id: int) -> bool:
+        """Did `op` work on meld `meld_id` as it is now on this board? See `melds_touched`."""
+        return meld_id in self.melds_touched((op,))
+
+    def melds_touched(self, ops: Iterable[Op]) -> set[int]:
+        """The current melds that `ops` worked on: a meld they touched or one split from it,
+        a meld their touched ids live on as (halves joined again), a meld holding their cards."""
+        ids: set[int] = set()
+        out: set[int] = set()
+        where = self.where
+        for op in ops:
+            ids.update(op.touched)
+            for c in op.cards:
+                mid = where.get(c)
+                if mid is not None:
+                    out.add(mid)
+        for x in ids:
+            r = self.resolve(x)
+            if r in self.melds:
+                out.add(r)
+        for mid in self.melds:
+            if mid in out or mid not in self.parents:
+                continue
+            m = mid
+            while m in self.parents:  # a half split off a touched meld
+                m = self.parents[m]
+                if m in ids:
+                    out.add(mid)
+                    break
         return out
 
     # -- changes -------------------------------------------------------------------------
@@ -152,6 +193,7 @@ class Board:
             touched += self.add(card, op.dst, op.ids[2])
         for c in op.cards:
             self.last_op[c] = op.seq
+        self.applied.add(op.seq)
         return touched
 
     def can_apply(self, op: Op) -> bool:

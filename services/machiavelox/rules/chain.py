@@ -101,25 +101,25 @@ def _concluding_rest(table: Table, cal: Calata, board: Board, survivors: list[Op
 
 def _wounds(table: Table, board: Board, survivors: list[Op]) -> set[int]:
     """M5.5.4: a meld left irregular that only settled work rests on."""
-    open_touch: set[int] = set()
+    trial: list[Op] = []
     settled: list[Op] = []
     for op in survivors:
         status = table.calate[op.calata].status
         if status is CalataStatus.OPEN:
-            open_touch.update(op.touched)
+            trial.append(op)
         elif status is CalataStatus.CONFIRMED:
             settled.append(op)
     if not settled:
         return set()
     out: set[int] = set()
-    for mid, cards in board.melds.items():
-        if is_regular(cards):
-            continue
-        lineage = board.lineage(mid)
-        if any(x in open_touch for x in lineage):
+    irregular = [mid for mid, cards in board.melds.items() if not is_regular(cards)]
+    if not irregular:
+        return out
+    worked_on = board.melds_touched(trial)
+    for mid in irregular:
+        if mid in worked_on:
             continue  # an open calata is working on it: its own business (M5.4.3)
-        culprits = [op for op in settled
-                    if any(x in lineage for x in op.touched) or any(c in cards for c in op.cards)]
+        culprits = [op for op in settled if board.touches(op, mid)]
         if culprits:
             latest = max(culprits, key=lambda op: op.seq)
             out.update(table.calate[latest.calata].ops)

@@ -56,18 +56,15 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     own = [op for op in live if op.calata == cal.id]
     if not own:
         return EMPTY
-    touched_ids = {i for op in own for i in op.touched}
-    current = {mid for mid in board.melds
-               if any(a in touched_ids for a in board.lineage(mid))}
+    current = board.melds_touched(own)
     foreign = [op for op in live if op.calata != cal.id
                and table.calate[op.calata].status is not CalataStatus.CONSOLIDATED]
+    foreign_touch = {f.seq: board.melds_touched((f,)) for f in foreign}
     irregular: set[int] = set()
     needs_by_meld: dict[int, frozenset[int]] = {}
     for mid in current:
-        lineage = set(board.lineage(mid))
         cards = board.melds[mid]
-        related = [f for f in foreign
-                   if any(x in lineage for x in f.touched) or any(c in cards for c in f.cards)]
+        related = [f for f in foreign if mid in foreign_touch[f.seq]]
         if not related:
             if not is_regular(cards):
                 irregular.add(mid)
@@ -80,17 +77,13 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     fail: set[int] = set()
     needs: dict[int, frozenset[int]] = {}
     for op in own:
-        hit = {mid for mid in current if _touches(board, op, mid)}
+        hit = board.melds_touched((op,)) & current
         if hit & irregular:
             fail.add(op.seq)
         op_needs = frozenset().union(*(needs_by_meld.get(m, frozenset()) for m in hit))
         if op_needs:
             needs[op.seq] = op_needs
     return Judgement(frozenset(irregular), frozenset(fail), needs, frozenset(current))
-
-
-def _touches(board: Board, op: Op, mid: int) -> bool:
-    return any(x in op.touched for x in board.lineage(mid))
 
 
 def _search(table: Table, own: list[Op], related: list[Op], live: Sequence[Op],
@@ -125,7 +118,7 @@ def _regular_without(table: Table, live: Sequence[Op], excluded: set[int],
     """Is meld `mid` regular when the ops in `excluded` never happened (and so neither did
     the ops that needed them: "what happens to the meld if that card disappears", M5.5.2)?
     None if an own op could not stand without them."""
-    excluded = _with_dependents(table, live, excluded)
+    excluded = _with_dependents(table, live, excluded, own_seqs)
     if excluded & own_seqs:
         return None
     board, stuck = replay(table.base, (op for op in live if op.seq not in excluded))
@@ -152,8 +145,11 @@ def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:
     return out
 
 
-def _with_dependents(table: Table, live: Sequence[Op], excluded: set[int]) -> set[int]:
-    """`excluded` plus every live op that needed one of them or moved one of their cards."""
+def _with_dependents(table: Table, live: Sequence[Op], excluded: set[int],
+                     own_seqs: set[int]) -> set[int]:
+    """`excluded` plus every live op that needed one of them or moved one of their cards.
+
+    The needs of the calata being judged are what is being recomputed: they do not count."""
     out = set(excluded)
     changed = True
     while changed:
@@ -162,8 +158,12 @@ def _with_dependents(table: Table, live: Sequence[Op], excluded: set[int]) -> se
             if op.seq in out:
                 continue
             cal = table.calate[op.calata]
-            needs = cal.needs.get(op.seq, op.needs) if cal.status is CalataStatus.OPEN \
-                else op.needs
+            if op.seq in own_seqs:
+                needs: frozenset[int] = frozenset()
+            elif cal.status is CalataStatus.OPEN:
+                needs = cal.needs.get(op.seq, op.needs)
+            else:
+                needs = op.needs
             if any(p in out for p in op.prev if p is not None) or needs & out:
                 out.add(op.seq)
                 changed = True

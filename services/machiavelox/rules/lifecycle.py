@@ -52,7 +52,9 @@ def record_op(t: Table, ps: PlayerState, kind: OpKind, cards: tuple[Card, ...], 
             t.now_ms, prev=prev, from_common=from_common)
     if src_meld is not None:
         t.parents[ids[1]] = src_meld
+        t.creators[ids[1]] = op.seq
     t.parents[ids[2]] = target
+    t.creators[ids[2]] = op.seq
     op.touched = tuple(t.board.apply(op))
     t.ops[op.seq] = op
     t.live.append(op.seq)

@@ -27,6 +27,7 @@ from .pingpong import Episode
 from .scoring import SmazzataResult
 from .seats import SEATS, Seat
 from .state import (
+    CONSOLIDATION_MS,
     DORMANT_MS,
     INACTIVITY_MS,
     Calata,
@@ -57,7 +58,8 @@ class Table:
             for s in SEATS
         ]
         self.parents: dict[int, int] = {}
-        self.base = Board(parents=self.parents)
+        self.creators: dict[int, int] = {}
+        self.base = Board(parents=self.parents, creators=self.creators)
         self._next_meld = 1
         for cards in deal.table:
             self.base.new_meld(self._next_meld, cards)
@@ -215,37 +217,51 @@ class Table:
         raise AssertionError(timer.kind)
 
     def _consolidate(self, cal: Calata) -> list[Event]:
-        """M5.5.8: a confirmed calata becomes definitive once nothing it needs can still fall."""
-        blocking = self._blocking(cal)
-        if blocking:
-            cal.consolidate_ms = max(blocking)
+        """M5.5.8: a confirmed calata becomes definitive once nothing it needs can still fall.
+
+        The calate it depends on (through needed ops and moved cards, transitively) become
+        definitive with it, all at once, when the last of them has been concluded for 40 s;
+        while one of them is still open, it waits."""
+        group = self._dependency_group(cal)
+        waiting = [c for c in group if c.status is CalataStatus.OPEN]
+        if waiting:
+            ends = [c.deadline_ms if c.deadline_ms is not None else self.now_ms for c in waiting]
+            cal.consolidate_ms = max(max(ends) + CONSOLIDATION_MS, self.now_ms + 1)
             return []
-        cal.status = CalataStatus.CONSOLIDATED
-        cal.consolidate_ms = None
+        due = max((c.concluded_ms or 0) + CONSOLIDATION_MS for c in group)
+        if due > self.now_ms:
+            cal.consolidate_ms = due
+            return []
+        out: list[Event] = []
+        for c in sorted(group, key=lambda c: (c.concluded_ms or 0, c.id)):
+            c.status = CalataStatus.CONSOLIDATED
+            c.consolidate_ms = None
+            out.append(Event("consolidated", self.now_ms, c.player))
         while self.live and self.calate[self.ops[self.live[0]].calata].status is \
                 CalataStatus.CONSOLIDATED:
             op = self.ops.pop(self.live.pop(0))
             self.base.apply(op)
-        return [Event("consolidated", self.now_ms, cal.player)]
+        return out
 
-    def _blocking(self, cal: Calata) -> list[int]:
-        """When the calata's dependencies can be reached no more (empty: now)."""
-        times: list[int] = []
-        for seq in cal.ops:
-            op = self.ops[seq]
-            for dep in (*op.needs, *(p for p in op.prev if p is not None)):
-                dop = self.ops.get(dep)
-                if dop is None or dop.calata == cal.id:
-                    continue
-                other = self.calate[dop.calata]
-                if other.status is CalataStatus.OPEN:
-                    end = other.deadline_ms if other.deadline_ms is not None else self.now_ms
-                    times.append(max(end + 40_000, self.now_ms + 1))
-                elif other.status is CalataStatus.CONFIRMED:
-                    later = other.consolidate_ms
-                    times.append(max(later if later is not None else self.now_ms + 1,
-                                     self.now_ms + 1))
-        return times
+    def _dependency_group(self, cal: Calata) -> list[Calata]:
+        """`cal` and the not yet definitive calate it depends on, transitively."""
+        seen = {cal.id}
+        stack = [cal]
+        while stack:
+            current = stack.pop()
+            for seq in current.ops:
+                op = self.ops[seq]
+                needs = current.needs.get(seq, op.needs) if current.status is \
+                    CalataStatus.OPEN else op.needs
+                for dep in (*needs, *(p for p in op.prev if p is not None)):
+                    dop = self.ops.get(dep)
+                    if dop is None or dop.calata in seen:
+                        continue
+                    other = self.calate[dop.calata]
+                    if other.status in (CalataStatus.OPEN, CalataStatus.CONFIRMED):
+                        seen.add(other.id)
+                        stack.append(other)
+        return [self.calate[i] for i in sorted(seen)]
 
     _handlers: ClassVar[dict[type, Handler]] = {
         A.Draw: play.draw,
