@@ -48,7 +48,7 @@ def test(args: list[str]) -> int:
 
 
 def lint(args: list[str]) -> int:
-    rc = run(BIN / "ruff", "check", "services", "tests", "tasks.py")
+    rc = run(BIN / "ruff", "check", "services", "tests", "scripts", "tasks.py")
     return run(BIN / "mypy") or rc
 
 
