@@ -1,22 +1,41 @@
-"""The `machiavelox` command."""
+"""The `machiavelox` command: the rules scenario runner and every service's entry point."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+
+# subcommand -> (module with `main(argv) -> int`, help)
+SERVICES = {
+    "table": ("machiavelox.table.main", "run a table-authority shard"),
+    "gateway": ("machiavelox.gateway.main", "run the gateway (the public endpoint)"),
+    "matchmaking": ("machiavelox.matchmaking.main", "run matchmaking (the agorà)"),
+    "scoring": ("machiavelox.scoring.main", "run the scoring service"),
+    "presence": ("machiavelox.presence.main", "run the presence service"),
+    "up": ("machiavelox.local.up", "run the whole cluster on this machine"),
+    "bots": ("machiavelox.bots.main", "bot players that queue and play through the gateway"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in SERVICES:
+        module = importlib.import_module(SERVICES[args[0]][0])
+        code: int = module.main(args[1:])
+        return code
     parser = argparse.ArgumentParser(prog="machiavelox", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scenario", help="run .mxs rules scenarios (files or folders)")
     sc.add_argument("paths", nargs="+")
     sc.add_argument("--verbose", action="store_true", help="print the event log as it happens")
-    args = parser.parse_args(argv)
-    if args.command == "scenario":
+    for name, (_, text) in SERVICES.items():
+        sub.add_parser(name, help=text, add_help=False)
+    parsed = parser.parse_args(args)
+    if parsed.command == "scenario":
         from .scenario.runner import run_paths
 
-        return run_paths(args.paths, verbose=args.verbose, out=sys.stdout)
+        return run_paths(parsed.paths, verbose=parsed.verbose, out=sys.stdout)
     return 2
 
 

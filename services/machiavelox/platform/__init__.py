@@ -1,0 +1,1 @@
+"""What every service shares: settings, logging, errors, the server lifecycle."""

@@ -1,0 +1,132 @@
+"""Errors on the wire: gRPC status codes with a machine-readable reason.
+
+A refused request fails with a status code and details of the form ``reason: message``; the
+reason (``auth/bad-token``, ``card/held``, ...) is also sent as the trailing metadata key
+`machiavelox-reason`, so clients switch on it without parsing text. Rules refusals map by kind:
+invalid -> INVALID_ARGUMENT, illegal and conflicts -> FAILED_PRECONDITION.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from machiavelox.rules import IllegalActionError, InvalidActionError, RulesError
+
+REASON_KEY = "machiavelox-reason"
+
+
+class ServiceError(Exception):
+    """A request a service refuses, with its status code and stable reason."""
+
+    def __init__(self, status: grpc.StatusCode, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+def status_of(err: RulesError) -> grpc.StatusCode:
+    if isinstance(err, InvalidActionError):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    if isinstance(err, IllegalActionError):
+        return grpc.StatusCode.FAILED_PRECONDITION
+    return grpc.StatusCode.FAILED_PRECONDITION
+
+
+def invalid_argument(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
+
+
+def unauthenticated(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, reason, message)
+
+
+def permission_denied(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.PERMISSION_DENIED, reason, message)
+
+
+def not_found(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.NOT_FOUND, reason, message)
+
+
+def failed_precondition(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
+
+
+def unavailable(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, reason, message)
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) -> None:
+    context.set_trailing_metadata(((REASON_KEY, err.reason),))
+    await context.abort(err.status, f"{err.reason}: {err.message}")
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Maps ServiceError and RulesError raised by a servicer to a status with its reason."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        return _wrap(handler)
+
+
+def _to_service_error(exc: Exception) -> ServiceError | None:
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, RulesError):
+        return ServiceError(status_of(exc), exc.code, exc.message)
+    return None
+
+
+def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    if handler.unary_unary is not None:
+        inner_uu = handler.unary_unary
+
+        async def unary_unary(request: Any, context: Any) -> Any:
+            try:
+                return await inner_uu(request, context)
+            except (ServiceError, RulesError) as exc:
+                err = _to_service_error(exc)
+                assert err is not None
+                await abort(context, err)
+
+        return grpc.unary_unary_rpc_method_handler(
+            unary_unary, handler.request_deserializer, handler.response_serializer)
+    if handler.unary_stream is not None:
+        inner_us = handler.unary_stream
+
+        async def unary_stream(request: Any, context: Any) -> Any:
+            try:
+                async for item in inner_us(request, context):
+                    yield item
+            except (ServiceError, RulesError) as exc:
+                err = _to_service_error(exc)
+                assert err is not None
+                await abort(context, err)
+
+        return grpc.unary_stream_rpc_method_handler(
+            unary_stream, handler.request_deserializer, handler.response_serializer)
+    if handler.stream_stream is not None:
+        inner_ss = handler.stream_stream
+
+        async def stream_stream(request_iterator: Any, context: Any) -> Any:
+            try:
+                async for item in inner_ss(request_iterator, context):
+                    yield item
+            except (ServiceError, RulesError) as exc:
+                err = _to_service_error(exc)
+                assert err is not None
+                await abort(context, err)
+
+        return grpc.stream_stream_rpc_method_handler(
+            stream_stream, handler.request_deserializer, handler.response_serializer)
+    return handler

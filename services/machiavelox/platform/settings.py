@@ -1,0 +1,78 @@
+"""Settings from the environment, read once at start-up, failing fast with a clear message.
+
+Every service has one frozen settings dataclass; each key is an environment variable
+`MACHIAVELOX_<NAME>` and maps one-to-one to a Helm value (docs/operations.md lists them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed: the service refuses to start."""
+
+
+PREFIX = "MACHIAVELOX_"
+
+
+def _raw(name: str, env: Mapping[str, str] | None) -> str | None:
+    source = os.environ if env is None else env
+    return source.get(PREFIX + name)
+
+
+def env_str(name: str, default: str, env: Mapping[str, str] | None = None) -> str:
+    value = _raw(name, env)
+    return default if value is None or value == "" else value
+
+
+def env_int(name: str, default: int, env: Mapping[str, str] | None = None,
+            minimum: int | None = None) -> int:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    try:
+        out = int(value)
+    except ValueError:
+        raise SettingsError(f"{PREFIX}{name} must be an integer, not {value!r}") from None
+    if minimum is not None and out < minimum:
+        raise SettingsError(f"{PREFIX}{name} must be at least {minimum}, not {out}")
+    return out
+
+
+def env_float(name: str, default: float, env: Mapping[str, str] | None = None) -> float:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise SettingsError(f"{PREFIX}{name} must be a number, not {value!r}") from None
+
+
+def env_bool(name: str, default: bool, env: Mapping[str, str] | None = None) -> bool:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{PREFIX}{name} must be true or false, not {value!r}")
+
+
+def env_map(name: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``a=x,b=y`` -> {"a": "x", "b": "y"}."""
+    value = _raw(name, env)
+    out: dict[str, str] = {}
+    if not value:
+        return out
+    for item in value.split(","):
+        key, sep, val = item.strip().partition("=")
+        if not sep or not key or not val:
+            raise SettingsError(f"{PREFIX}{name} must look like name=value,name=value; "
+                                f"bad item {item!r}")
+        out[key] = val
+    return out
