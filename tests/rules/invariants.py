@@ -7,38 +7,57 @@ around a refused action.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from machiavelox.rules import ALL_CARDS, SEATS, Card, Seat, Table, is_regular, view_for
+from machiavelox.rules import ALL_CARDS, SEATS, Card, Event, Seat, Table, is_regular, view_for
 from machiavelox.rules.board import replay
-from machiavelox.rules.state import CalataStatus
+from machiavelox.rules.state import CALATA_MS, CONSOLIDATION_MS, CalataStatus, Phase
 
 
 def _cards(cs: Any) -> tuple[Card, ...]:
     return tuple(sorted(cs))
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_ATOMS = (Card, str, int, float, bool, type(None))
+
+
+def _field_names(t: type) -> tuple[str, ...] | None:
+    names = _FIELDS.get(t)
+    if names is None and dataclasses.is_dataclass(t):
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    return names
+
+
+def _sorted_any(items: list[Any]) -> list[Any]:
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=repr)
+
+
 def normalized(value: object) -> object:
     """A comparable, order-independent rendering of engine state: sets sorted, dataclasses as
     (type, fields), so that every field is compared, including ones added later."""
-    if isinstance(value, (Card, str, int, float, bool)) or value is None:
+    if isinstance(value, _ATOMS):
         return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (set, frozenset)):
-        return ("set", *sorted((normalized(v) for v in value), key=repr))
+        return ("set", *_sorted_any([normalized(v) for v in value]))
     if isinstance(value, (list, tuple)):
         return tuple(normalized(v) for v in value)
     if isinstance(value, dict):
-        return ("dict", *sorted(((normalized(k), normalized(v)) for k, v in value.items()),
-                                key=repr))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (type(value).__name__,
-                *((f.name, normalized(getattr(value, f.name))) for f in dataclasses.fields(value)))
+        return ("dict", *_sorted_any([(normalized(k), normalized(v))
+                                      for k, v in value.items()]))
+    names = _field_names(type(value))
+    if names is not None:
+        return (type(value).__name__, *(normalized(getattr(value, n)) for n in names))
     raise AssertionError(f"cannot compare engine state of type {type(value).__name__}")
 
 
@@ -60,7 +79,7 @@ class Snapshot:
     calate: tuple[object, ...]
     rest: tuple[tuple[str, object], ...]  # every other attribute of the table
     log_len: int
-    events: tuple[str, ...]
+    events: tuple[Event, ...]
 
 
 _SEPARATE = {"deal", "log", "events", "players", "calate", "board", "phase", "now_ms", "ops"}
@@ -84,7 +103,7 @@ def snapshot(table: Table) -> Snapshot:
               *sorted((k, normalized(v)) for k, v in vars(table).items()
                       if k not in _SEPARATE)),
         log_len=len(table.log),
-        events=tuple(str(e) for e in table.events),
+        events=tuple(table.events),
     )
 
 
@@ -174,22 +193,23 @@ def check_replay(table: Table) -> None:
 
 
 def _reachable_cards(obj: object) -> Iterator[Card]:
-    if isinstance(obj, Card):
-        yield obj
-    elif isinstance(obj, enum.Enum) or obj is None or isinstance(obj, (str, int, float)):
-        return
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            yield from _reachable_cards(getattr(obj, f.name))
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _reachable_cards(k)
-            yield from _reachable_cards(v)
-    elif isinstance(obj, (tuple, list, set, frozenset)):
-        for x in obj:
-            yield from _reachable_cards(x)
-    else:
-        raise AssertionError(f"unexpected object in a view: {type(obj).__name__}")
+    """Every Card object reachable from a view (dataclasses, containers)."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Card):
+            yield x
+        elif isinstance(x, (enum.Enum, *_ATOMS)):
+            continue
+        elif isinstance(x, (tuple, list, set, frozenset)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif (names := _field_names(type(x))) is not None:
+            stack.extend(getattr(x, n) for n in names)
+        else:
+            raise AssertionError(f"unexpected object in a view: {type(x).__name__}")
 
 
 def check_views(table: Table) -> None:
@@ -207,6 +227,21 @@ def check_views(table: Table) -> None:
         assert not leaked, f"P5: the view of {viewer} shows hidden cards {leaked}"
         own = table.players[viewer].hand if viewer is not None else set()
         assert set(view.hand) == own and len(view.hand) == len(own)
+
+
+def check_settles(table: Table) -> None:
+    """M5.0.1, M5.5.8: when nobody acts any more, every open calata concludes within 40 s and
+    every concluded one becomes definitive (consolidated) once the chain can no longer reach
+    it: nothing stays provisional for ever. Checked on a copy, left alone for 81 s."""
+    if table.phase is not Phase.PLAYING:
+        return
+    t = copy.deepcopy(table)
+    t.advance(t.now_ms + CALATA_MS + CONSOLIDATION_MS + 1_000)
+    if t.phase is not Phase.PLAYING:
+        return  # an ending (M7.3, M10) came first
+    pending = {c.id: c.status.value for c in t.calate.values()
+               if c.status in (CalataStatus.OPEN, CalataStatus.CONFIRMED)}
+    assert not pending, f"M5.5.8: calate still not definitive 81 s after the last action: {pending}"
 
 
 def check_all(table: Table, *, replay_log: bool = True) -> None:

@@ -10,17 +10,24 @@ Invariants (see `invariants.py`):
 - the live board is the replay of the live ops on the consolidated base (board.py);
 - P5, M4.3, M5.3.8: no view shows an opponent's hand card or a tallone card.
 
-Two kinds of table: a full shuffled deal (M1.2-M1.3), after a few opening draws, and small
-explicit positions with consolidated melds on the table and hand cards that fit them, so that
-attaches, moves, placements and direct melds happen often.
+"Touched by an open calata" (M5.4.3, work on trial): a live op of an OPEN calata touched one
+of the meld's lineage ids (`board.lineage`), or brought one of its cards.
 
-Part-2 features (Stop!, abandonment, absence, the ending by count of M10) are not generated;
-when time passing reaches the all-talloni-empty ending, `advance` raises
-NotImplementedRuleError and the run stops there.
+Two kinds of table: a full shuffled deal (M1.2-M1.3), after a few opening draws, and small
+explicit positions with consolidated melds on the table and hand cards that fit them (some
+set up for a rearrangement), so that attaches, moves, placements, direct melds, dependencies on
+cards on trial and chains happen often. The rules mix single actions (valid-looking and
+invalid), plans carried out over several steps (declare-move-place), the random players of the
+simulation (play.RandomPlayers) and time passing (to deadlines exactly, or 0-45 s).
+
+Stop!, GiveUp, Abandon, Ready, Leave and Liveness(False) are not generated. If time passing
+reaches a rule the engine does not implement (NotImplementedRuleError, e.g. the ending by count
+of M10 in part 1), the run stops there.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
@@ -64,7 +71,7 @@ from machiavelox.rules import (
 from machiavelox.rules.state import CalataStatus, PlayerState
 
 from .invariants import assert_refusal_changed_nothing, check_all, snapshot
-from .play import fits, leans, rearrangements, regular_subsets
+from .play import RandomPlayers, fits, leans, rearrangements, regular_subsets
 
 T = TypeVar("T")
 
@@ -201,6 +208,7 @@ class TableMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._table: Table | None = None
+        self._players: RandomPlayers | None = None
         self.plans: dict[Seat, list[Action]] = {}  # intentions being carried out, per player
         self.finished = False  # the run reached a part-2 rule (M10 ending by count)
 
@@ -212,6 +220,7 @@ class TableMachine(RuleBasedStateMachine):
     # -- set-up ---------------------------------------------------------------------------
     def start(self, deal: Deal) -> None:
         self._table = Table(deal)
+        self._players = RandomPlayers(random.Random(0), self._table)
 
     # -- helpers --------------------------------------------------------------------------
     def pick(self, data: st.DataObject, options: Sequence[T]) -> T:
@@ -293,19 +302,19 @@ class TableMachine(RuleBasedStateMachine):
     def fits(self, cards: Collection[Card]) -> list[tuple[Card, int]]:
         return fits(self.table, cards)
 
-    def pick_fit(self, data: st.DataObject, fits: list[tuple[Card, int]],
+    def pick_fit(self, data: st.DataObject, spots: list[tuple[Card, int]],
                  p: Seat) -> tuple[Card, int]:
-        """A fitting (card, meld), preferring melds in another player's open calata zone: work
-        that leans on cards on trial (M5.4.3, M5.4.4), so that chains (M5.5) happen."""
+        """A fitting (card, meld), preferring work that leans on another player's cards on
+        trial (M5.4.3, M5.4.4) or melds in another player's open calata zone (M6.6), so that
+        dependencies and chains (M5.5) happen."""
         t = self.table
-        cards = {c for c, _ in fits}
-        leaning = leans(t, p, cards)
+        leaning = leans(t, p, {c for c, _ in spots})
         if leaning and not data.draw(st.booleans()):
             return self.pick(data, leaning)
         zone = {mid for s in SEATS if s != p and (cal := t.open_calata(s)) is not None
                 for mid in cal.touched_now}
-        hot = [f for f in fits if f[1] in zone]
-        return self.pick(data, hot if hot and not data.draw(st.booleans()) else fits)
+        hot = [f for f in spots if f[1] in zone]
+        return self.pick(data, hot if hot and not data.draw(st.booleans()) else spots)
 
     # -- rules ----------------------------------------------------------------------------
     @rule(data=st.data())
@@ -411,9 +420,9 @@ class TableMachine(RuleBasedStateMachine):
         """M5.2: a hand card onto a meld (a fitting one, a random one, or no meld at all)."""
         p = self.seat(data, _can_attach)
         hand = sorted(self.table.players[p].hand)
-        fits = self.fits(hand)
-        if fits and not self.rare(data, 3):
-            c, mid = self.pick_fit(data, fits, p)
+        spots = self.fits(hand)
+        if spots and not self.rare(data, 3):
+            c, mid = self.pick_fit(data, spots, p)
         else:
             c, mid = self.one_card(data, hand), self.meld_id(data)
         self.act(Attach(p, c, mid))
@@ -424,9 +433,9 @@ class TableMachine(RuleBasedStateMachine):
         """M5.3 PLACE: a pozzetto card into a meld."""
         p = self.seat(data, _has_pozzetto)
         pozzetto = sorted(self.table.players[p].pozzetto)
-        fits = self.fits(pozzetto)
-        if fits and not self.rare(data, 3):
-            c, mid = self.pick_fit(data, fits, p)
+        spots = self.fits(pozzetto)
+        if spots and not self.rare(data, 3):
+            c, mid = self.pick_fit(data, spots, p)
         else:
             c, mid = self.one_card(data, pozzetto), self.meld_id(data)
         self.act(Place(p, c, mid))
@@ -451,10 +460,10 @@ class TableMachine(RuleBasedStateMachine):
     def put(self, data: st.DataObject) -> None:
         p = self.seat(data, _holds)
         hold = self.table.players[p].hold
-        fits = self.fits([hold.card]) if hold is not None else []
+        spots = self.fits([hold.card]) if hold is not None else []
         choice = data.draw(st.integers(0, 3))
-        if fits and choice < 2:
-            self.act(Put(p, self.pick_fit(data, fits, p)[1]))
+        if spots and choice < 2:
+            self.act(Put(p, self.pick_fit(data, spots, p)[1]))
         else:
             self.act(Put(p, None if choice == 2 else self.meld_id(data)))
 
@@ -464,9 +473,9 @@ class TableMachine(RuleBasedStateMachine):
         """M5.3 MOVE: a table card to a meld where it fits, a new meld, or anywhere."""
         p = self.seat(data, _has_pozzetto)
         board = self.table.board
-        fits = [(c, mid) for c, mid in self.fits(sorted(board.where)) if board.where[c] != mid]
-        if fits and not self.rare(data, 3):
-            c, dst = self.pick_fit(data, fits, p)
+        spots = [(c, mid) for c, mid in self.fits(board.where) if board.where[c] != mid]
+        if spots and not self.rare(data, 3):
+            c, dst = self.pick_fit(data, spots, p)
             self.act(Move(p, c, board.where[c], dst))
             return
         c, src = self.table_card(data)
@@ -488,6 +497,23 @@ class TableMachine(RuleBasedStateMachine):
     def cancel(self, data: st.DataObject) -> None:
         """M5.5.6 ANNULLA."""
         self.act(Cancel(self.seat(data, _in_calata)))
+
+    @rule(data=st.data())
+    def random_player(self, data: st.DataObject) -> None:
+        """One to eight steps of the random players of the simulations (play.RandomPlayers:
+        sensible moves, plans over several steps, time passing), their dice thrown by
+        Hypothesis."""
+        if self.finished:
+            return
+        players = self._players
+        assert players is not None
+        players.rng = data.draw(st.randoms(use_true_random=False))
+        for _ in range(players.rng.randint(1, 8)):  # a burst, so that long stories happen
+            p = players.rng.choice(SEATS)
+            action = players.choose(p)
+            self.advance_to(players.tick())
+            if action is not None and not self.act(action):
+                players.plans.pop(p, None)
 
     @rule(data=st.data())
     def junk(self, data: st.DataObject) -> None:

@@ -65,7 +65,7 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], err: ServiceError) 
     await context.abort(err.status, f"{err.reason}: {err.message}")
 
 
-class ErrorInterceptor(grpc.aio.ServerInterceptor):
+class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Maps ServiceError and RulesError raised by a servicer to a status with its reason."""
 
     async def intercept_service(
