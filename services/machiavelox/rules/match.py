@@ -19,6 +19,7 @@ from .events import Event
 from .seats import SEATS, Seat
 from .state import ABANDON_MS, LONG_MATCH_TARGET, PAUSE_MS, Phase
 from .table import Table
+from .timers import next_deadline
 
 
 class MatchKind(enum.Enum):
@@ -54,6 +55,23 @@ class Match:
         self.last_sign_ms: dict[Seat, int] = dict.fromkeys(SEATS, start_ms)
 
     # ------------------------------------------------------------------ interface
+    def next_deadline(self) -> int | None:
+        """When something happens by itself next (ms), or None: the shard's timer."""
+        if self.result is not None or self.waiting_for_deal:
+            return None
+        if self.paused:
+            return self.pause_ends_ms
+        return next_deadline(self.table)
+
+    @property
+    def needs_deal(self) -> bool:
+        """In the pause of a long match with no next deal yet (see `deal_next`)."""
+        return (self.result is None and (self.paused or self.waiting_for_deal)
+                and self._next_deal is None)
+
+    def status_word(self, seat: Seat) -> str:
+        return "out" if seat in self.out else self.table.status_word(seat)
+
     @property
     def phase(self) -> str:
         if self.result is not None:

@@ -60,3 +60,9 @@ def due_timer(table: Table, now_ms: int) -> Timer | None:
     """The first timer due at or before `now_ms`, or None."""
     timers = [t for t in all_timers(table) if t.at_ms <= now_ms]
     return min(timers) if timers else None
+
+
+def next_deadline(table: Table) -> int | None:
+    """When the next timer fires (ms of table time), or None when none is set."""
+    timers = all_timers(table)
+    return min(t.at_ms for t in timers) if timers else None

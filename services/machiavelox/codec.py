@@ -1,0 +1,212 @@
+"""Conversions between the rules engine's values and the protobuf contract (common.proto).
+
+The only module besides the services' own codecs that imports generated code. Decoding
+validates: a malformed message raises a ServiceError (INVALID_ARGUMENT) with a reason, never
+a crash, and never reaches the engine.
+"""
+
+from __future__ import annotations
+
+from machiavelox import rules
+from machiavelox._gen.v1 import common_pb2 as pb
+from machiavelox.platform.errors import ServiceError, invalid_argument
+from machiavelox.rules.view import CardStatus, PlayerView
+
+_SEAT_TO_PB = {rules.Seat.P1: pb.SEAT_P1, rules.Seat.P2: pb.SEAT_P2, rules.Seat.P3: pb.SEAT_P3}
+_PHASE_TO_PB = {"playing": pb.PHASE_PLAYING, "frozen": pb.PHASE_FROZEN,
+                "tiebreak": pb.PHASE_TIEBREAK, "pause": pb.PHASE_PAUSE, "ended": pb.PHASE_ENDED}
+_STATUS_TO_PB = {"active": pb.PLAYER_STATUS_ACTIVE, "dormant": pb.PLAYER_STATUS_DORMANT,
+                 "frozen": pb.PLAYER_STATUS_FROZEN, "eliminated": pb.PLAYER_STATUS_ELIMINATED,
+                 "abandoned": pb.PLAYER_STATUS_ABANDONED, "out": pb.PLAYER_STATUS_OUT}
+_CARD_STATUS_TO_PB = {CardStatus.TRIAL: pb.CARD_STATUS_TRIAL,
+                      CardStatus.CONFIRMED: pb.CARD_STATUS_CONFIRMED,
+                      CardStatus.CONSOLIDATED: pb.CARD_STATUS_CONSOLIDATED}
+
+
+# ---------------------------------------------------------------------------- small values
+def seat_to_pb(seat: rules.Seat | None) -> pb.Seat.ValueType:
+    return pb.SEAT_UNSPECIFIED if seat is None else _SEAT_TO_PB[seat]
+
+
+def seat_from_pb(value: int) -> rules.Seat:
+    for seat, wire in _SEAT_TO_PB.items():
+        if wire == value:
+            return seat
+    raise invalid_argument("request/bad-seat", f"unknown seat {value}")
+
+
+def card_to_pb(card: rules.Card) -> pb.Card:
+    return pb.Card(index=card.index)
+
+
+def card_from_pb(msg: pb.Card) -> rules.Card:
+    if not 0 <= msg.index < len(rules.ALL_CARDS):
+        raise invalid_argument("request/bad-card", f"card index {msg.index} is not 0..103")
+    return rules.ALL_CARDS[msg.index]
+
+
+def cards_from_pb(msgs: object) -> tuple[rules.Card, ...]:
+    return tuple(card_from_pb(m) for m in msgs)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------- actions
+def action_from_pb(seat: rules.Seat, msg: pb.Action) -> rules.Action:
+    """The engine action for a wire action by `seat`; INVALID_ARGUMENT when malformed."""
+    kind = msg.WhichOneof("kind")
+    if kind is None:
+        raise invalid_argument("request/no-action", "the action has no verb")
+    simple: dict[str, type] = {
+        "draw": rules.Draw, "release": rules.Release, "conclude": rules.Conclude,
+        "cancel": rules.Cancel, "stop": rules.Stop, "give_up": rules.GiveUp,
+        "abandon": rules.Abandon, "ready": rules.Ready, "leave": rules.Leave,
+    }
+    if kind in simple:
+        action: rules.Action = simple[kind](seat)
+        return action
+    if kind in ("declare", "undeclare", "direct"):
+        cards = cards_from_pb(getattr(msg, kind).cards)
+        if not cards:
+            raise invalid_argument("request/no-cards", f"{kind} needs at least one card")
+        if kind == "declare":
+            return rules.Declare(seat, cards)
+        if kind == "undeclare":
+            return rules.Undeclare(seat, cards)
+        return rules.Direct(seat, cards)
+    if kind in ("attach", "place", "take"):
+        arg = getattr(msg, kind)
+        if not arg.HasField("card"):
+            raise invalid_argument("request/no-card", f"{kind} needs a card")
+        card = card_from_pb(arg.card)
+        meld = int(arg.meld)
+        if kind == "attach":
+            return rules.Attach(seat, card, meld)
+        if kind == "place":
+            return rules.Place(seat, card, meld)
+        return rules.Take(seat, card, meld)
+    if kind == "put":
+        return rules.Put(seat, None if msg.put.new_meld else int(msg.put.meld))
+    if kind == "move":
+        if not msg.move.HasField("card"):
+            raise invalid_argument("request/no-card", "move needs a card")
+        dst = None if msg.move.to.new_meld else int(msg.move.to.meld)
+        return rules.Move(seat, card_from_pb(msg.move.card), int(msg.move.from_meld), dst)
+    raise invalid_argument("request/unknown-action", f"unknown action {kind}")
+
+
+def action_to_pb(action: rules.Action) -> pb.Action:
+    """The wire form of an engine action (clients, bots, tests)."""
+    empty = pb.Empty()
+    match action:
+        case rules.Draw():
+            return pb.Action(draw=empty)
+        case rules.Release():
+            return pb.Action(release=empty)
+        case rules.Conclude():
+            return pb.Action(conclude=empty)
+        case rules.Cancel():
+            return pb.Action(cancel=empty)
+        case rules.Stop():
+            return pb.Action(stop=empty)
+        case rules.GiveUp():
+            return pb.Action(give_up=empty)
+        case rules.Abandon():
+            return pb.Action(abandon=empty)
+        case rules.Ready():
+            return pb.Action(ready=empty)
+        case rules.Leave():
+            return pb.Action(leave=empty)
+        case rules.Declare(cards=cards):
+            return pb.Action(declare=pb.Cards(cards=[card_to_pb(c) for c in cards]))
+        case rules.Undeclare(cards=cards):
+            return pb.Action(undeclare=pb.Cards(cards=[card_to_pb(c) for c in cards]))
+        case rules.Direct(cards=cards):
+            return pb.Action(direct=pb.Cards(cards=[card_to_pb(c) for c in cards]))
+        case rules.Attach(card=card, meld=meld):
+            return pb.Action(attach=pb.CardToMeld(card=card_to_pb(card), meld=meld))
+        case rules.Place(card=card, meld=meld):
+            return pb.Action(place=pb.CardToMeld(card=card_to_pb(card), meld=meld))
+        case rules.Take(card=card, meld=meld):
+            return pb.Action(take=pb.CardToMeld(card=card_to_pb(card), meld=meld))
+        case rules.Put(meld=meld):
+            return pb.Action(put=_target(meld))
+        case rules.Move(card=card, src=src, dst=dst):
+            return pb.Action(move=pb.MoveCard(card=card_to_pb(card), from_meld=src,
+                                              to=_target(dst)))
+    raise ValueError(f"no wire form for {action!r}")
+
+
+def _target(meld: int | None) -> pb.MeldTarget:
+    return pb.MeldTarget(new_meld=True) if meld is None else pb.MeldTarget(meld=meld)
+
+
+def refusal_to_pb(err: rules.RulesError | ServiceError) -> pb.Refusal:
+    code = err.code if isinstance(err, rules.RulesError) else err.reason
+    return pb.Refusal(code=code, message=err.message)
+
+
+# ---------------------------------------------------------------------------- events, views
+def event_to_pb(event: rules.Event, seq: int) -> pb.Event:
+    return pb.Event(
+        seq=seq,
+        at_ms=event.at_ms,
+        kind=event.kind,
+        player=seat_to_pb(event.player),
+        by=seat_to_pb(event.by),
+        cards=[card_to_pb(c) for c in event.cards],
+        meld=event.meld or 0,
+        to_meld=event.to_meld or 0,
+        melds=list(event.melds),
+        detail=event.detail,
+    )
+
+
+def result_to_pb(result: rules.SmazzataResult | None) -> pb.SmazzataResult | None:
+    if result is None:
+        return None
+    return pb.SmazzataResult(winner=seat_to_pb(result.winner), scores=list(result.scores),
+                             ending=result.ending, draw=[seat_to_pb(s) for s in result.draw])
+
+
+def view_to_pb(view: PlayerView, table_id: str, phase: str, statuses: list[str]) -> pb.PlayerView:
+    """A player's view on the wire; `phase` and `statuses` come from the match (pause, out)."""
+    seats = [
+        pb.SeatView(
+            seat=seat_to_pb(s.seat),
+            status=_STATUS_TO_PB[statuses[s.seat]],
+            hand_count=s.hand_count,
+            pozzetto=[card_to_pb(c) for c in s.pozzetto],
+            tallone_count=s.tallone_count,
+            calata_open=s.calata_open,
+            calata_deadline_ms=s.calata_deadline_ms or 0,
+            zone=list(s.zone),
+            holding=card_to_pb(s.holding) if s.holding is not None else None,
+            abandon_at_ms=s.abandon_at_ms or 0,
+            said_stop=s.said_stop,
+        )
+        for s in view.seats
+    ]
+    melds = [
+        pb.Meld(
+            id=m.id,
+            cards=[pb.TableCard(card=card_to_pb(tc.card), status=_CARD_STATUS_TO_PB[tc.status],
+                                trial_by=seat_to_pb(tc.trial_by),
+                                held_by=seat_to_pb(tc.held_by)) for tc in m.cards],
+            regular=m.regular,
+            status=_CARD_STATUS_TO_PB[m.status],
+        )
+        for m in view.table
+    ]
+    return pb.PlayerView(
+        table_id=table_id,
+        viewer=seat_to_pb(view.viewer),
+        now_ms=view.now_ms,
+        phase=_PHASE_TO_PB[phase],
+        removed=[card_to_pb(c) for c in view.removed],
+        hand=[card_to_pb(c) for c in view.hand],
+        seats=seats,
+        table=melds,
+        stopper=seat_to_pb(view.stopper),
+        common=[card_to_pb(c) for c in view.common],
+        inactivity_ms=view.inactivity_ms or 0,
+        result=result_to_pb(view.result),
+    )

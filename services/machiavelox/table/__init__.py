@@ -1,0 +1,1 @@
+"""The table-authority shard: many tables, each a single sequencer around the rules engine."""

@@ -1,0 +1,52 @@
+"""`machiavelox table`: run one table-authority shard."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import grpc
+
+from machiavelox._gen.v1 import table_pb2_grpc
+from machiavelox.platform import logs
+from machiavelox.platform.server import Endpoint, Service, run_until_signalled
+
+from .reporting import ScoringReporter
+from .service import TableAuthority
+from .settings import TableSettings
+from .shard import Shard
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def serve(settings: TableSettings) -> None:
+    reporter = ScoringReporter(settings.scoring, settings.shard_id)
+    shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report)
+    servicer = TableAuthority(shard)
+
+    def register(server: grpc.aio.Server) -> None:
+        table_pb2_grpc.add_TableAuthorityServiceServicer_to_server(servicer, server)
+
+    service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
+                      ["machiavelox.v1.TableAuthorityService"], register)
+    timers = asyncio.create_task(shard.run_timers())
+
+    async def after_stop() -> None:
+        timers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await timers
+        await shard.close()
+        await reporter.close()
+
+    await run_until_signalled(service, f"table shard {settings.shard_id}",
+                              after_stop=after_stop)
+
+
+def main(argv: list[str]) -> int:
+    settings = TableSettings.from_env()
+    logs.configure("table", settings.log_level)
+    asyncio.run(serve(settings))
+    return 0

@@ -1,0 +1,74 @@
+"""The TableAuthorityService servicer: thin, over the Shard."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from machiavelox import rules
+from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.platform.errors import invalid_argument
+
+from .shard import GatewayLink, Shard
+
+log = logging.getLogger(__name__)
+
+_KINDS = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
+          table_pb2.MATCH_KIND_LONG: rules.MatchKind.LONG}
+
+
+class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+
+    async def Connect(self, request_iterator: AsyncIterator[table_pb2.ConnectRequest],
+                      context: Any) -> AsyncIterator[table_pb2.ConnectResponse]:
+        link = GatewayLink(context.peer())
+        log.info("gateway connected", extra={"peer": link.name})
+
+        async def read() -> None:
+            try:
+                async for frame in request_iterator:
+                    for item in frame.items:
+                        self.shard.handle(link, item)
+            finally:
+                link.close()
+
+        reader = asyncio.create_task(read())
+        try:
+            async for frame in link.frames():
+                yield frame
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            self.shard.drop_link(link)
+            log.info("gateway disconnected", extra={"peer": link.name})
+
+    async def CreateTable(self, request: table_pb2.CreateTableRequest,
+                          context: Any) -> table_pb2.CreateTableResponse:
+        kind = _KINDS.get(request.kind)
+        if kind is None:
+            raise invalid_argument("table/bad-kind", "kind must be single or long")
+        if not request.table_id:
+            raise invalid_argument("table/no-id", "a table needs an id")
+        self.shard.create_table(request.table_id, list(request.player_ids), kind,
+                                request.competitive)
+        return table_pb2.CreateTableResponse(table_id=request.table_id,
+                                             shard_id=self.shard.shard_id)
+
+    async def GetLoad(self, request: table_pb2.GetLoadRequest,
+                      context: Any) -> table_pb2.GetLoadResponse:
+        s = self.shard
+        return table_pb2.GetLoadResponse(shard_id=s.shard_id, tables=s.tables_in_play,
+                                         players=s.players, draining=s.draining,
+                                         capacity=s.capacity)
+
+    async def SetDraining(self, request: table_pb2.SetDrainingRequest,
+                          context: Any) -> table_pb2.SetDrainingResponse:
+        self.shard.draining = request.draining
+        log.info("draining set to %s", request.draining, extra={"shard_id": self.shard.shard_id})
+        return table_pb2.SetDrainingResponse(draining=self.shard.draining)

@@ -1,0 +1,32 @@
+"""Settings of a table-authority shard (environment variables, Helm values `table.*`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from machiavelox.platform.settings import env_float, env_int, env_str
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    shard_id: str  # MACHIAVELOX_SHARD_ID; default: the host name (a StatefulSet pod name)
+    host: str  # MACHIAVELOX_TABLE_HOST
+    port: int  # MACHIAVELOX_TABLE_PORT
+    capacity: int  # MACHIAVELOX_TABLE_CAPACITY: most tables in play at once
+    scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = results are only logged)
+    grace_s: float  # MACHIAVELOX_GRACE_S
+    log_level: str  # MACHIAVELOX_LOG_LEVEL
+
+    @classmethod
+    def from_env(cls) -> TableSettings:
+        return cls(
+            shard_id=env_str("SHARD_ID", os.environ.get("HOSTNAME") or socket.gethostname()),
+            host=env_str("TABLE_HOST", "127.0.0.1"),
+            port=env_int("TABLE_PORT", 7100, minimum=0),
+            capacity=env_int("TABLE_CAPACITY", 2000, minimum=1),
+            scoring=env_str("SCORING_ADDRESS", ""),
+            grace_s=env_float("GRACE_S", 5.0),
+            log_level=env_str("LOG_LEVEL", "INFO"),
+        )

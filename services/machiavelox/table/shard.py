@@ -1,0 +1,236 @@
+"""A shard: many tables on one asyncio loop, their timers, and the gateways' streams.
+
+The event loop is the only writer of every table, so each table's actions are applied one at
+a time in arrival order: one table, one sequencer. Outgoing items for a gateway go into that
+gateway's outbox; its stream sends everything pending as one frame (batching many tables'
+events in one message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import common_pb2, table_pb2
+from machiavelox.platform.errors import (
+    ServiceError,
+    failed_precondition,
+    invalid_argument,
+    not_found,
+    permission_denied,
+)
+
+from .host import TableHost
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], int]
+ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
+
+
+class GatewayLink:
+    """One gateway's multiplexed stream: an outbox flushed in batches."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: asyncio.Queue[table_pb2.ShardItem | None] = asyncio.Queue()
+
+    def send(self, item: table_pb2.ShardItem) -> None:
+        self._queue.put_nowait(item)
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)
+
+    async def frames(self) -> AsyncIterator[table_pb2.ConnectResponse]:
+        while True:
+            first = await self._queue.get()
+            if first is None:
+                return
+            items = [first]
+            closing = False
+            while not self._queue.empty():
+                nxt = self._queue.get_nowait()
+                if nxt is None:
+                    closing = True
+                    break
+                items.append(nxt)
+            yield table_pb2.ConnectResponse(items=items)
+            if closing:
+                return
+
+
+class Shard:
+    def __init__(self, shard_id: str, capacity: int, clock: Clock,
+                 report: ResultSink | None = None) -> None:
+        self.shard_id = shard_id
+        self.capacity = capacity
+        self.clock = clock
+        self.report = report
+        self.tables: dict[str, TableHost] = {}
+        self.subs: dict[str, dict[str, GatewayLink]] = {}
+        self.draining = False
+        self._deadlines: list[tuple[int, str]] = []
+        self._wake = asyncio.Event()
+        self._reports: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ load
+    @property
+    def players(self) -> int:
+        return sum(3 for t in self.tables.values() if not t.finished)
+
+    @property
+    def tables_in_play(self) -> int:
+        return sum(1 for t in self.tables.values() if not t.finished)
+
+    # ------------------------------------------------------------------ tables
+    def create_table(self, table_id: str, players: list[str], kind: rules.MatchKind,
+                     competitive: bool) -> TableHost:
+        existing = self.tables.get(table_id)
+        if existing is not None:
+            if existing.players != players:
+                raise failed_precondition("table/exists", f"table {table_id} exists with other "
+                                          "players")
+            return existing
+        if self.draining:
+            raise failed_precondition("shard/draining", f"{self.shard_id} is draining")
+        if self.tables_in_play >= self.capacity:
+            raise failed_precondition("shard/full", f"{self.shard_id} is full")
+        try:
+            host = TableHost(table_id, players, kind, competitive, self.clock())
+        except ValueError as err:
+            raise invalid_argument("table/bad-players", str(err)) from None
+        self.tables[table_id] = host
+        self.subs[table_id] = {}
+        self._schedule(host)
+        log.info("table created", extra={"table_id": table_id, "shard_id": self.shard_id})
+        return host
+
+    def _schedule(self, host: TableHost) -> None:
+        at = host.next_wall_deadline()
+        if at is not None:
+            heapq.heappush(self._deadlines, (at, host.table_id))
+            if self._deadlines[0][1] == host.table_id:
+                self._wake.set()
+
+    async def run_timers(self) -> None:
+        """Fire every table's timers at their deadlines (the shard's clock drives them)."""
+        while True:
+            self._wake.clear()
+            now = self.clock()
+            while self._deadlines and self._deadlines[0][0] <= now:
+                _, table_id = heapq.heappop(self._deadlines)
+                host = self.tables.get(table_id)
+                if host is None:
+                    continue
+                due = host.next_wall_deadline()
+                if due is None or due > now:
+                    if due is not None:
+                        self._schedule(host)
+                    continue
+                self._after(host, host.advance(now))
+            delay = (self._deadlines[0][0] - self.clock()) / 1000 if self._deadlines else 1.0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, min(delay, 1.0)))
+
+    def _after(self, host: TableHost, events: list[tuple[int, rules.Event]]) -> None:
+        """Deliver new events to every subscribed session, report results, re-arm timers."""
+        if events:
+            for player, link in self.subs.get(host.table_id, {}).items():
+                seat = host.seats[player]
+                link.send(table_pb2.ShardItem(
+                    table_id=host.table_id, player_id=player,
+                    events=table_pb2.EventList(events=[
+                        codec.event_to_pb(ev.for_viewer(seat), seq) for seq, ev in events])))
+            self._report(host)
+        self._schedule(host)
+
+    def _report(self, host: TableHost) -> None:
+        if self.report is None:
+            return
+        for number, result in host.smazzate_to_report():
+            host.reported = number
+            task = asyncio.create_task(self.report(host, number, result))
+            self._reports.add(task)
+            task.add_done_callback(self._reports.discard)
+
+    # ------------------------------------------------------------------ gateway items
+    def drop_link(self, link: GatewayLink) -> None:
+        for subs in self.subs.values():
+            for player in [p for p, lk in subs.items() if lk is link]:
+                del subs[player]
+
+    def handle(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:
+        """One item from a gateway; refusals go back in-band, never as a stream error."""
+        action_id = item.action.client_action_id if item.HasField("action") else ""
+        try:
+            host = self._seated(item.table_id, item.player_id)
+            kind = item.WhichOneof("kind")
+            if kind == "subscribe":
+                self._subscribe(link, host, item.player_id, item.subscribe.from_seq)
+            elif kind == "unsubscribe":
+                if self.subs[host.table_id].get(item.player_id) is link:
+                    del self.subs[host.table_id][item.player_id]
+            elif kind == "action":
+                self._act(link, host, item.player_id, item.action)
+            elif kind == "liveness":
+                seat = host.seats[item.player_id]
+                applied = host.apply(item.player_id, rules.Liveness(seat, item.liveness.alive),
+                                     self.clock())
+                self._after(host, applied.events)
+            else:
+                raise invalid_argument("request/empty-item", "the item has no kind")
+        except ServiceError as err:
+            link.send(table_pb2.ShardItem(
+                table_id=item.table_id, player_id=item.player_id,
+                refused=common_pb2.ActionRefused(client_action_id=action_id,
+                                                 refusal=codec.refusal_to_pb(err))))
+
+    def _seated(self, table_id: str, player_id: str) -> TableHost:
+        host = self.tables.get(table_id)
+        if host is None:
+            raise not_found("table/unknown", f"no table {table_id} here")
+        if player_id not in host.seats:
+            raise permission_denied("table/not-seated",
+                                    f"{player_id} is not seated at {table_id}")
+        return host
+
+    def _subscribe(self, link: GatewayLink, host: TableHost, player: str, from_seq: int) -> None:
+        self.subs[host.table_id][player] = link
+        seat = host.seats[player]
+        if from_seq <= 0 or from_seq > host.seq:
+            view = codec.view_to_pb(host.view(seat), host.table_id, host.match.phase,
+                                    host.statuses())
+            link.send(table_pb2.ShardItem(
+                table_id=host.table_id, player_id=player,
+                snapshot=common_pb2.Snapshot(view=view, seq=host.seq)))
+            return
+        missed = host.events_after(from_seq, seat)
+        link.send(table_pb2.ShardItem(
+            table_id=host.table_id, player_id=player,
+            events=table_pb2.EventList(events=[codec.event_to_pb(ev, seq) for seq, ev in missed])))
+
+    def _act(self, link: GatewayLink, host: TableHost, player: str,
+             req: table_pb2.ActionRequestItem) -> None:
+        action = codec.action_from_pb(host.seats[player], req.action)
+        applied = host.apply(player, action, self.clock())
+        if applied.error is not None:
+            link.send(table_pb2.ShardItem(
+                table_id=host.table_id, player_id=player,
+                refused=common_pb2.ActionRefused(client_action_id=req.client_action_id,
+                                                 refusal=codec.refusal_to_pb(applied.error))))
+        else:
+            link.send(table_pb2.ShardItem(
+                table_id=host.table_id, player_id=player,
+                ack=common_pb2.Ack(client_action_id=req.client_action_id,
+                                   seq=applied.first_seq, arrival_index=applied.arrival)))
+        self._after(host, applied.events)
+
+    async def close(self) -> None:
+        for task in list(self._reports):
+            await asyncio.wait([task], timeout=5)
+
