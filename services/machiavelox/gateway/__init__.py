@@ -1,0 +1,1 @@
+"""The gateway: the only public endpoint; one bidirectional stream per player session."""

@@ -1,0 +1,188 @@
+"""The gateway's side of the multiplexed gateway-shard streams, and the player sessions.
+
+One `ShardLink` per shard carries every session's items on one bidirectional stream, batched
+into frames, and reconnects when the stream breaks: each session then subscribes again from
+the last sequence number it delivered, so nothing is lost or repeated. A `Session` is one
+player's Play stream: it delivers events strictly in sequence order, drops duplicates, and
+resubscribes when it sees a gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+
+from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox.platform.errors import ServiceError, failed_precondition, not_found
+
+log = logging.getLogger(__name__)
+
+_REFUSAL_STATUS = {
+    "table/not-seated": grpc.StatusCode.PERMISSION_DENIED,
+    "table/unknown": grpc.StatusCode.NOT_FOUND,
+}
+
+
+class Session:
+    def __init__(self, player_id: str, table_id: str, last_seq: int) -> None:
+        self.player_id = player_id
+        self.table_id = table_id
+        self.last_seq = last_seq
+        self.joined = False
+        self.failure: ServiceError | None = None
+        self.link: ShardLink | None = None
+        self._out: asyncio.Queue[gateway_pb2.PlayResponse | None] = asyncio.Queue()
+
+    # -------------------------------------------------------------- from the shard
+    def deliver(self, item: table_pb2.ShardItem) -> None:
+        kind = item.WhichOneof("kind")
+        if kind == "snapshot":
+            self.last_seq = item.snapshot.seq
+            self.joined = True
+            self._put(gateway_pb2.PlayResponse(snapshot=item.snapshot))
+        elif kind == "events":
+            self.joined = True
+            for ev in item.events.events:
+                if ev.seq <= self.last_seq:
+                    continue  # already delivered (a resubscription overlapped)
+                if ev.seq != self.last_seq + 1:
+                    self.resubscribe()  # a gap: ask again from what we have
+                    return
+                self.last_seq = ev.seq
+                self._put(gateway_pb2.PlayResponse(event=ev))
+        elif kind == "ack":
+            self._put(gateway_pb2.PlayResponse(ack=item.ack))
+        elif kind == "refused":
+            if not self.joined and not item.refused.client_action_id:
+                code = item.refused.refusal.code
+                status = _REFUSAL_STATUS.get(code, grpc.StatusCode.FAILED_PRECONDITION)
+                self.fail(ServiceError(status, code, item.refused.refusal.message))
+            else:
+                self._put(gateway_pb2.PlayResponse(refused=item.refused))
+
+    def resubscribe(self) -> None:
+        if self.link is not None:
+            self.link.subscribe(self)
+
+    # -------------------------------------------------------------- to the app
+    def _put(self, response: gateway_pb2.PlayResponse) -> None:
+        self._out.put_nowait(response)
+
+    def fail(self, err: ServiceError) -> None:
+        self.failure = err
+        self._out.put_nowait(None)
+
+    def close(self) -> None:
+        self._out.put_nowait(None)
+
+    async def responses(self) -> AsyncIterator[gateway_pb2.PlayResponse]:
+        while True:
+            response = await self._out.get()
+            if response is None:
+                return
+            yield response
+
+
+class ShardLink:
+    def __init__(self, shard_id: str, address: str, retry_s: float = 0.5) -> None:
+        self.shard_id = shard_id
+        self.address = address
+        self.retry_s = retry_s
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self._outbox: asyncio.Queue[table_pb2.GatewayItem] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+        self._connections = 0
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    # -------------------------------------------------------------- sending
+    def send(self, item: table_pb2.GatewayItem) -> None:
+        self._outbox.put_nowait(item)
+
+    def subscribe(self, session: Session) -> None:
+        key = (session.table_id, session.player_id)
+        old = self.sessions.get(key)
+        if old is not None and old is not session:
+            old.fail(failed_precondition("session/replaced", "a newer session took over"))
+        self.sessions[key] = session
+        session.link = self
+        self.send(table_pb2.GatewayItem(table_id=session.table_id, player_id=session.player_id,
+                                        subscribe=table_pb2.Subscribe(from_seq=session.last_seq)))
+
+    def unsubscribe(self, session: Session) -> None:
+        key = (session.table_id, session.player_id)
+        if self.sessions.get(key) is session:
+            del self.sessions[key]
+            self.send(table_pb2.GatewayItem(table_id=session.table_id,
+                                            player_id=session.player_id,
+                                            unsubscribe=common_pb2.Empty()))
+
+    # -------------------------------------------------------------- the stream
+    async def _frames(self) -> AsyncIterator[table_pb2.ConnectRequest]:
+        while True:
+            items = [await self._outbox.get()]
+            while not self._outbox.empty():
+                items.append(self._outbox.get_nowait())
+            yield table_pb2.ConnectRequest(items=items)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async with grpc.aio.insecure_channel(self.address) as channel:
+                    stub = table_pb2_grpc.TableAuthorityServiceStub(channel)
+                    call = stub.Connect(self._frames())
+                    self.connected.set()
+                    self._connections += 1
+                    if self._connections > 1:  # a reconnection: subscribe again, from what
+                        for existing in list(self.sessions.values()):  # each has delivered
+                            self.subscribe(existing)
+                    async for frame in call:
+                        for item in frame.items:
+                            target = self.sessions.get((item.table_id, item.player_id))
+                            if target is not None:
+                                target.deliver(item)
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as err:
+                log.warning("shard stream broken: %s", err.code().name,
+                            extra={"shard_id": self.shard_id})
+            self.connected.clear()
+            await asyncio.sleep(self.retry_s)
+
+
+class ShardLinks:
+    """The links of a gateway, one per shard, opened on first use."""
+
+    def __init__(self, resolve: dict[str, str], template: str) -> None:
+        self.resolve = resolve
+        self.template = template
+        self.links: dict[str, ShardLink] = {}
+
+    def for_table(self, table_id: str) -> ShardLink:
+        shard_id = table_id.split(".", 1)[0]
+        link = self.links.get(shard_id)
+        if link is None:
+            address = self.resolve.get(shard_id) or (
+                self.template.format(shard=shard_id) if self.template else None)
+            if address is None or "." not in table_id:
+                raise not_found("table/unknown", f"no shard owns table {table_id}")
+            link = self.links[shard_id] = ShardLink(shard_id, address)
+            link.start()
+        return link
+
+    async def close(self) -> None:
+        for link in self.links.values():
+            await link.close()

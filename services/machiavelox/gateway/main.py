@@ -1,0 +1,35 @@
+"""`machiavelox gateway`: run the public endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from machiavelox._gen.v1 import gateway_pb2_grpc
+from machiavelox.platform import logs
+from machiavelox.platform.server import Endpoint, Service, run_until_signalled
+
+from .auth import HmacTokens
+from .links import ShardLinks
+from .service import Gateway
+from .settings import GatewaySettings
+
+
+async def serve(settings: GatewaySettings) -> None:
+    links = ShardLinks(settings.shards, settings.shard_template)
+    servicer = Gateway(HmacTokens(settings.token_key), links)
+
+    def register(server: grpc.aio.Server) -> None:
+        gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
+
+    service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
+                      ["machiavelox.v1.GatewayService"], register)
+    await run_until_signalled(service, "gateway", after_stop=links.close)
+
+
+def main(argv: list[str]) -> int:
+    settings = GatewaySettings.from_env()
+    logs.configure("gateway", settings.log_level)
+    asyncio.run(serve(settings))
+    return 0

@@ -1,0 +1,76 @@
+"""The GatewayService servicer: login, and one Play stream per player session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc, table_pb2
+from machiavelox.platform.errors import ServiceError, invalid_argument
+
+from .auth import HmacTokens, authenticate
+from .links import Session, ShardLinks
+
+log = logging.getLogger(__name__)
+
+
+class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
+    def __init__(self, tokens: HmacTokens, links: ShardLinks) -> None:
+        self.tokens = tokens
+        self.links = links
+
+    async def Login(self, request: gateway_pb2.LoginRequest,
+                    context: Any) -> gateway_pb2.LoginResponse:
+        token, expires = self.tokens.issue(request.player)
+        return gateway_pb2.LoginResponse(token=token, player_id=request.player,
+                                         expires_at=expires)
+
+    async def Play(self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest],
+                   context: Any) -> AsyncIterator[gateway_pb2.PlayResponse]:
+        player = authenticate(self.tokens, context.invocation_metadata())
+        try:
+            first = await anext(aiter(request_iterator))
+        except StopAsyncIteration:
+            return
+        if first.WhichOneof("kind") != "join" or not first.join.table_id:
+            raise invalid_argument("request/join-first", "the first message must join a table")
+        session = Session(player, first.join.table_id, first.join.last_seq)
+        link = self.links.for_table(session.table_id)
+        link.subscribe(session)
+        reader = asyncio.create_task(self._read(request_iterator, session, link))
+        try:
+            async for response in session.responses():
+                yield response
+            if session.failure is not None:
+                raise session.failure
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            link.unsubscribe(session)
+
+    async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
+                    link: Any) -> None:
+        try:
+            async for request in requests:
+                kind = request.WhichOneof("kind")
+                if kind == "action":
+                    codec.action_from_pb(rules.Seat.P1, request.action.action)  # validates
+                    link.send(table_pb2.GatewayItem(
+                        table_id=session.table_id, player_id=session.player_id,
+                        action=table_pb2.ActionRequestItem(
+                            client_action_id=request.action.client_action_id,
+                            action=request.action.action)))
+                elif kind == "heartbeat":
+                    continue  # presence gets signs of life (see the presence service)
+                elif kind == "join":
+                    raise invalid_argument("request/join-once", "one table per Play stream")
+                else:
+                    raise invalid_argument("request/unknown", "unknown message kind")
+            session.close()  # the app closed its side
+        except ServiceError as err:
+            session.fail(err)

@@ -1,0 +1,141 @@
+"""End to end over real gRPC between real processes: a shard and a gateway."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from machiavelox import rules
+from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from tests.support.client import PlayClient, login
+from tests.support.processes import Proc, free_port, start
+
+KEY = "test-key-0123456789abcdef"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[dict[str, Proc]]:
+    shard_port = free_port()
+    shard = start("shard", "table", {"MACHIAVELOX_SHARD_ID": "shard-0",
+                                     "MACHIAVELOX_TABLE_PORT": str(shard_port)}, tmp_path)
+    gateway = start("gateway", "gateway", {
+        "MACHIAVELOX_TOKEN_KEY": KEY,
+        "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{shard_port}"}, tmp_path)
+    procs = {"shard": shard, "gateway": gateway}
+    yield procs
+    for p in procs.values():
+        p.check_clean()
+
+
+@pytest.fixture
+async def table(cluster: dict[str, Proc]) -> AsyncIterator[str]:
+    async with grpc.aio.insecure_channel(cluster["shard"].address) as ch:
+        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
+            table_pb2.CreateTableRequest(table_id="shard-0.t1", player_ids=["ann", "bob", "cy"],
+                                         kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
+            timeout=5)
+    yield "shard-0.t1"
+
+
+async def test_join_draw_and_see_the_event(cluster: dict[str, Proc], table: str) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
+        clients = {}
+        for name in ("ann", "bob"):
+            c = PlayClient(ch, await login(ch, name))
+            c.open(table)
+            snap = await c.next()
+            assert snap.WhichOneof("kind") == "snapshot"
+            assert snap.snapshot.seq == 0 and len(snap.snapshot.view.seats) == 3
+            clients[name] = c
+        action_id = clients["ann"].act(rules.Draw(rules.Seat.P1))
+        ack = await clients["ann"].until(lambda r: r.WhichOneof("kind") == "ack")
+        assert ack.ack.client_action_id == action_id and ack.ack.arrival_index == 1
+        mine = await clients["ann"].until(lambda r: r.WhichOneof("kind") == "event")
+        theirs = await clients["bob"].until(lambda r: r.WhichOneof("kind") == "event")
+        assert mine.event.kind == theirs.event.kind == "drew"
+        assert len(mine.event.cards) == 1 and len(theirs.event.cards) == 0  # P5
+        assert mine.event.seq == theirs.event.seq == 1
+        for c in clients.values():
+            await c.close()
+
+
+async def test_a_rule_refusal_comes_back_with_its_code(cluster: dict[str, Proc],
+                                                       table: str) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
+        c = PlayClient(ch, await login(ch, "cy"))
+        c.open(table)
+        await c.next()
+        action_id = c.act(rules.Conclude(rules.Seat.P1))
+        refused = await c.until(lambda r: r.WhichOneof("kind") == "refused")
+        assert refused.refused.client_action_id == action_id
+        assert refused.refused.refusal.code == "calata/none"
+        await c.close()
+
+
+async def test_resume_after_a_cut_gets_exactly_the_missed_events(cluster: dict[str, Proc],
+                                                                 table: str) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
+        ann = PlayClient(ch, await login(ch, "ann"))
+        ann.open(table)
+        await ann.next()
+        bob_token = await login(ch, "bob")
+        bob = PlayClient(ch, bob_token)
+        bob.open(table)
+        await bob.next()
+        ann.act(rules.Draw(rules.Seat.P1))
+        first = await bob.until(lambda r: r.WhichOneof("kind") == "event")
+        bob.cut()
+        for _ in range(3):
+            ann.act(rules.Draw(rules.Seat.P1))
+        for _ in range(3):
+            await ann.until(lambda r: r.WhichOneof("kind") == "ack")
+        bob2 = PlayClient(ch, bob_token)
+        bob2.open(table, last_seq=first.event.seq)
+        seqs = []
+        while len(seqs) < 3:
+            r = await bob2.next()
+            assert r.WhichOneof("kind") == "event", r
+            seqs.append(r.event.seq)
+        assert seqs == [2, 3, 4]
+        await ann.close()
+        await bob2.close()
+
+
+async def test_refusals_over_the_wire(cluster: dict[str, Proc], table: str) -> None:
+    async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
+        nobody = PlayClient(ch, None)
+        nobody.open(table)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await nobody.next()
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        bad = PlayClient(ch, "v1.ann.9999999999.forged")
+        bad.open(table)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await bad.next()
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        stranger = PlayClient(ch, await login(ch, "zed"))
+        stranger.open(table)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stranger.next()
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        ann = PlayClient(ch, await login(ch, "ann"))
+        ann.open(table)
+        await ann.next()
+        from machiavelox._gen.v1 import common_pb2, gateway_pb2
+        ann.send_raw(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
+            client_action_id="x", action=common_pb2.Action(
+                attach=common_pb2.CardToMeld(card=common_pb2.Card(index=500), meld=1)))))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await ann.until(lambda r: False)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # the table is undisturbed: another player still plays
+        bob = PlayClient(ch, await login(ch, "bob"))
+        bob.open(table)
+        await bob.next()
+        bob.act(rules.Draw(rules.Seat.P2))
+        ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
+        assert ack.ack.arrival_index >= 1
+        await bob.close()

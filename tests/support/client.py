@@ -1,0 +1,77 @@
+"""A test client of the gateway: one Play stream driven step by step."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import grpc
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
+
+_ids = itertools.count(1)
+
+
+async def login(channel: grpc.aio.Channel, player: str) -> str:
+    stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+    reply = await stub.Login(gateway_pb2.LoginRequest(player=player), timeout=5)
+    token: str = reply.token
+    return token
+
+
+class PlayClient:
+    def __init__(self, channel: grpc.aio.Channel, token: str | None) -> None:
+        self.stub = gateway_pb2_grpc.GatewayServiceStub(channel)
+        self.token = token
+        self._requests: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
+        self.call: Any = None
+        self.received: list[gateway_pb2.PlayResponse] = []
+
+    async def _gen(self) -> Any:
+        while True:
+            item = await self._requests.get()
+            if item is None:
+                return
+            yield item
+
+    def open(self, table_id: str, last_seq: int = 0) -> None:
+        metadata = (("authorization", f"Bearer {self.token}"),) if self.token else ()
+        self.call = self.stub.Play(self._gen(), metadata=metadata)
+        self._requests.put_nowait(gateway_pb2.PlayRequest(
+            join=gateway_pb2.Join(table_id=table_id, last_seq=last_seq)))
+
+    def send_raw(self, request: gateway_pb2.PlayRequest) -> None:
+        self._requests.put_nowait(request)
+
+    def act(self, action: rules.Action) -> str:
+        action_id = f"a{next(_ids)}"
+        self._requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
+            client_action_id=action_id, action=codec.action_to_pb(action))))
+        return action_id
+
+    async def next(self, timeout: float = 5.0) -> gateway_pb2.PlayResponse:
+        response: gateway_pb2.PlayResponse = await asyncio.wait_for(self.call.read(), timeout)
+        if response is grpc.aio.EOF:
+            raise EOFError("the stream ended")
+        self.received.append(response)
+        return response
+
+    async def until(self, predicate: Any, timeout: float = 5.0) -> gateway_pb2.PlayResponse:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            response = await self.next(max(0.01, end - loop.time()))
+            if predicate(response):
+                return response
+
+    def cut(self) -> None:
+        """Drop the connection abruptly (the app lost its network)."""
+        if self.call is not None:
+            self.call.cancel()
+
+    async def close(self) -> None:
+        self._requests.put_nowait(None)
+        if self.call is not None:
+            self.call.cancel()
