@@ -67,6 +67,10 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                             action=request.action.action)))
                 elif kind == "heartbeat":
                     continue  # presence gets signs of life (see the presence service)
+                elif kind == "resync":
+                    link.send(table_pb2.GatewayItem(
+                        table_id=session.table_id, player_id=session.player_id,
+                        subscribe=table_pb2.Subscribe(from_seq=0)))
                 elif kind == "join":
                     raise invalid_argument("request/join-once", "one table per Play stream")
                 else:

@@ -26,7 +26,8 @@ class Applied:
 
 class TableHost:
     def __init__(self, table_id: str, players: list[str], kind: rules.MatchKind,
-                 competitive: bool, created_wall_ms: int, deal: rules.Deal | None = None) -> None:
+                 competitive: bool, created_wall_ms: int, deal: rules.Deal | None = None,
+                 time_scale: float = 1.0) -> None:
         if len(players) != 3 or len(set(players)) != 3:
             raise ValueError("a table seats three different players (M1.5)")
         self.table_id = table_id
@@ -35,6 +36,7 @@ class TableHost:
         self.kind = kind
         self.competitive = competitive
         self.origin_ms = created_wall_ms  # table time 0
+        self.time_scale = time_scale  # > 1 only for demos: the rules' clock runs faster
         first = deal if deal is not None else rules.shuffled_deal()
         self.deals: list[rules.Deal] = [first]
         self.match = rules.Match(kind, first, start_ms=0)
@@ -45,11 +47,12 @@ class TableHost:
 
     # ------------------------------------------------------------------ time
     def table_ms(self, wall_ms: int) -> int:
-        return max(wall_ms - self.origin_ms, self.match.now_ms)
+        elapsed = int((wall_ms - self.origin_ms) * self.time_scale)
+        return max(elapsed, self.match.now_ms)
 
     def next_wall_deadline(self) -> int | None:
         at = self.match.next_deadline()
-        return None if at is None else at + self.origin_ms
+        return None if at is None else self.origin_ms + int(-(-at // self.time_scale))
 
     # ------------------------------------------------------------------ sequencer
     def apply(self, player_id: str, action: rules.Action, wall_ms: int) -> Applied:

@@ -24,7 +24,8 @@ def wall_ms() -> int:
 
 async def serve(settings: TableSettings) -> None:
     reporter = ScoringReporter(settings.scoring, settings.shard_id)
-    shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report)
+    shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
+                  settings.time_scale)
     servicer = TableAuthority(shard)
 
     def register(server: grpc.aio.Server) -> None:

@@ -16,6 +16,7 @@ class TableSettings:
     port: int  # MACHIAVELOX_TABLE_PORT
     capacity: int  # MACHIAVELOX_TABLE_CAPACITY: most tables in play at once
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = results are only logged)
+    time_scale: float  # MACHIAVELOX_TABLE_TIME_SCALE: 1 in production; > 1 speeds up demos
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -27,6 +28,7 @@ class TableSettings:
             port=env_int("TABLE_PORT", 7100, minimum=0),
             capacity=env_int("TABLE_CAPACITY", 2000, minimum=1),
             scoring=env_str("SCORING_ADDRESS", ""),
+            time_scale=env_float("TABLE_TIME_SCALE", 1.0),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )

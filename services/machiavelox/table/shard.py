@@ -66,11 +66,12 @@ class GatewayLink:
 
 class Shard:
     def __init__(self, shard_id: str, capacity: int, clock: Clock,
-                 report: ResultSink | None = None) -> None:
+                 report: ResultSink | None = None, time_scale: float = 1.0) -> None:
         self.shard_id = shard_id
         self.capacity = capacity
         self.clock = clock
         self.report = report
+        self.time_scale = time_scale
         self.tables: dict[str, TableHost] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
         self.draining = False
@@ -101,7 +102,8 @@ class Shard:
         if self.tables_in_play >= self.capacity:
             raise failed_precondition("shard/full", f"{self.shard_id} is full")
         try:
-            host = TableHost(table_id, players, kind, competitive, self.clock())
+            host = TableHost(table_id, players, kind, competitive, self.clock(),
+                             time_scale=self.time_scale)
         except ValueError as err:
             raise invalid_argument("table/bad-players", str(err)) from None
         self.tables[table_id] = host

@@ -79,6 +79,7 @@ class PlayRequest(_message.Message):
     JOIN_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     HEARTBEAT_FIELD_NUMBER: _builtins.int
+    RESYNC_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def join(self) -> Global___Join:
         """Join (or resume at) a table."""
@@ -91,18 +92,23 @@ class PlayRequest(_message.Message):
     def heartbeat(self) -> Global___Heartbeat:
         """A sign of life (M11.1), every few seconds."""
 
+    @_builtins.property
+    def resync(self) -> Global___Resync:
+        """Ask for a fresh snapshot of the view (then events continue after it)."""
+
     def __init__(
         self,
         *,
         join: Global___Join | None = ...,
         action: Global___ActionRequest | None = ...,
         heartbeat: Global___Heartbeat | None = ...,
+        resync: Global___Resync | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "heartbeat", b"heartbeat", "join", b"join", "kind", b"kind"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "heartbeat", b"heartbeat", "join", b"join", "kind", b"kind", "resync", b"resync"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "heartbeat", b"heartbeat", "join", b"join", "kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "heartbeat", b"heartbeat", "join", b"join", "kind", b"kind", "resync", b"resync"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["join", "action", "heartbeat"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["join", "action", "heartbeat", "resync"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -167,6 +173,23 @@ class ActionRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ActionRequest: _TypeAlias = ActionRequest  # noqa: Y015
+
+@_typing.final
+class Resync(_message.Message):
+    """Ask for a fresh snapshot."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Resync: _TypeAlias = Resync  # noqa: Y015
 
 @_typing.final
 class Heartbeat(_message.Message):

@@ -1,0 +1,79 @@
+"""`machiavelox bots --players N`: N bots log in, queue in the agorà and play to the end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import TextIO
+
+import grpc
+
+from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
+
+from .player import Bot, BotOutcome
+
+
+def _bar(done: int, total: int, width: int = 30) -> str:
+    filled = width * done // max(total, 1)
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} bots finished"
+
+
+async def play(players: int, gateway: str, matchmaking: str, scoring: str, interval_s: float,
+               prefix: str, out: TextIO) -> list[BotOutcome]:
+    async with grpc.aio.insecure_channel(gateway) as gw, \
+            grpc.aio.insecure_channel(matchmaking) as mm:
+        bots = [Bot(f"{prefix}{i + 1}", gw, mm, interval_s) for i in range(players)]
+        tasks = [asyncio.create_task(b.run()) for b in bots]
+        outcomes: list[BotOutcome] = []
+        started = time.monotonic()
+        print(_bar(0, players), file=out, flush=True)
+        for next_done in asyncio.as_completed(tasks):
+            outcomes.append(await next_done)
+            print(f"{_bar(len(outcomes), players)} ({time.monotonic() - started:.0f} s)",
+                  file=out, flush=True)
+    _report(outcomes, out)
+    if scoring:
+        await _leaderboard(scoring, out)
+    return outcomes
+
+
+def _report(outcomes: list[BotOutcome], out: TextIO) -> None:
+    print("\nResults", file=out)
+    print(f"{'table':28} {'bot':10} {'seat':4} {'points':>6} {'actions':>7}  outcome", file=out)
+    for o in sorted(outcomes, key=lambda o: (o.table_id, o.seat)):
+        if o.result is None:
+            print(f"{o.table_id:28} {o.player:10} p{o.seat + 1:<3} {'-':>6} {o.actions:>7}  "
+                  "unfinished", file=out)
+            continue
+        pts = o.result.scores[o.seat] if len(o.result.scores) == 3 else 0
+        won = o.result.winner == o.seat + 1
+        print(f"{o.table_id:28} {o.player:10} p{o.seat + 1:<3} {pts:>6} {o.actions:>7}  "
+              f"{'WON ' if won else ''}{o.result.ending}", file=out)
+
+
+async def _leaderboard(address: str, out: TextIO) -> None:
+    async with grpc.aio.insecure_channel(address) as ch:
+        board = await scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
+            scoring_pb2.GetLeaderboardRequest(limit=10), timeout=10)
+    print("\nLeaderboard (agorà)", file=out)
+    for rank, row in enumerate(board.rows, 1):
+        print(f"{rank:>3}. {row.player_id:12} {row.points:>6} points  {row.played} played",
+              file=out)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="machiavelox bots", description=__doc__)
+    parser.add_argument("--players", type=int, default=3, help="how many bots (a multiple of 3)")
+    parser.add_argument("--gateway", default="127.0.0.1:7000")
+    parser.add_argument("--matchmaking", default="127.0.0.1:7200")
+    parser.add_argument("--scoring", default="127.0.0.1:7300", help="'' to skip the leaderboard")
+    parser.add_argument("--interval", type=float, default=0.2, help="seconds between actions")
+    parser.add_argument("--prefix", default="bot", help="bot names: PREFIX1, PREFIX2, ...")
+    args = parser.parse_args(argv)
+    if args.players < 3 or args.players % 3:
+        parser.error("--players must be a multiple of 3")
+    outcomes = asyncio.run(play(args.players, args.gateway, args.matchmaking, args.scoring,
+                                args.interval, args.prefix, sys.stdout))
+    return 0 if all(o.result is not None for o in outcomes) else 1

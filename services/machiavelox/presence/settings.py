@@ -1,0 +1,70 @@
+"""The presence service's settings, read once from the environment.
+
+Why presence reports *silence*, and the shard decides *dormancy* (10 s) and *abandonment* (90 s):
+
+- Apps send a sign of life about every 2 s. `MACHIAVELOX_PRESENCE_SILENCE_MS` (default 5000, two
+  and a half heartbeats, so one lost heartbeat does not flap) is how long presence waits before
+  reporting a player silent. A silent change carries `since_ms` = the last sign of life, so the
+  shard arms its own 10 s and 90 s timers from the true start of the absence, ahead of time, and
+  dormancy shows at exactly 10 s whatever the sweep latency.
+- Any game action is also a sign of life (M11.1); actions reach the shard, not presence.
+- The 90 s clock depends on game state presence never sees: it does not run for frozen players
+  during a Stop! and restarts when the freeze ends, nor for non-participants in a tiebreak, and
+  counts from the start of the game (M11.5); abandonments maturing together are judged together
+  (M11.3). Only the table engine, with its deterministic clock and action log, can apply that and
+  replay it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+@dataclass(frozen=True)
+class PresenceSettings:
+    """Where to listen, which store, and the silence threshold (env names in `from_env`)."""
+
+    host: str = "127.0.0.1"
+    port: int = 7400
+    grace_s: float = 5.0
+    log_level: str = "INFO"
+    redis_url: str = ""  # "" = in memory (one replica only); redis://host:port/db = shared
+    silence_ms: int = 5000
+    key_prefix: str = "mxv:"
+
+    @property
+    def sweep_interval_s(self) -> float:
+        """How often silence is looked for: a tenth of the threshold, between 10 ms and 1 s."""
+        return min(1000, max(10, self.silence_ms // 10)) / 1000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PresenceSettings:
+        port = env_int("PRESENCE_PORT", cls.port, env, minimum=0)
+        if port > 65535:
+            raise SettingsError(f"MACHIAVELOX_PRESENCE_PORT must be at most 65535, not {port}")
+        grace_s = env_float("GRACE_S", cls.grace_s, env)
+        if grace_s < 0:
+            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
+        level = env_str("LOG_LEVEL", cls.log_level, env).upper()
+        if level not in _LEVELS:
+            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(_LEVELS)}, "
+                                f"not {level!r}")
+        redis_url = env_str("PRESENCE_REDIS_URL", cls.redis_url, env)
+        if redis_url and not redis_url.startswith(_REDIS_SCHEMES):
+            raise SettingsError("MACHIAVELOX_PRESENCE_REDIS_URL must be empty (in memory) or a "
+                                f"redis://host:port/db URL, not {redis_url!r}")
+        return cls(
+            host=env_str("PRESENCE_HOST", cls.host, env),
+            port=port,
+            grace_s=grace_s,
+            log_level=level,
+            redis_url=redis_url,
+            silence_ms=env_int("PRESENCE_SILENCE_MS", cls.silence_ms, env, minimum=10),
+            key_prefix=env_str("PRESENCE_KEY_PREFIX", cls.key_prefix, env),
+        )

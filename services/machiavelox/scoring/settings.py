@@ -1,0 +1,76 @@
+"""The scoring service's settings, read once from the environment at start-up.
+
+    MACHIAVELOX_SCORING_HOST          where to listen (127.0.0.1)
+    MACHIAVELOX_SCORING_PORT          the port (7300; 0 = any free port, logged once bound)
+    MACHIAVELOX_GRACE_S               seconds in-flight calls get on SIGTERM (5)
+    MACHIAVELOX_LOG_LEVEL             DEBUG, INFO, WARNING, ERROR (INFO)
+    MACHIAVELOX_DATA_DIR              where the default SQLite file lives (.machiavelox-data)
+    MACHIAVELOX_SCORING_DATABASE_URL  sqlite:///<path> or postgresql://... (the SQLite file
+                                      `scoring.sqlite3` under the data dir)
+    MACHIAVELOX_SCORING_POLL_S        how often an idle subscriber re-reads the log even without
+                                      a wake-up, the safety net under LISTEN/NOTIFY (2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
+
+SQLITE_PREFIX = "sqlite:///"
+POSTGRES_PREFIX = "postgresql://"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    host: str
+    port: int
+    grace_s: float
+    log_level: str
+    database_url: str
+    poll_s: float
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ScoringSettings:
+        port = env_int("SCORING_PORT", 7300, env, minimum=0)
+        if port > 65535:
+            raise SettingsError(f"MACHIAVELOX_SCORING_PORT must be at most 65535, not {port}")
+        grace_s = env_float("GRACE_S", 5.0, env)
+        if grace_s < 0:
+            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
+        poll_s = env_float("SCORING_POLL_S", 2.0, env)
+        if poll_s <= 0:
+            raise SettingsError(f"MACHIAVELOX_SCORING_POLL_S must be positive, not {poll_s}")
+        log_level = env_str("LOG_LEVEL", "INFO", env).upper()
+        if log_level not in LOG_LEVELS:
+            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
+                                f"not {log_level!r}")
+        data_dir = Path(env_str("DATA_DIR", ".machiavelox-data", env))
+        default_url = SQLITE_PREFIX + str(data_dir / "scoring.sqlite3")
+        url = env_str("SCORING_DATABASE_URL", default_url, env)
+        check_database_url(url)
+        return cls(host=env_str("SCORING_HOST", "127.0.0.1", env), port=port, grace_s=grace_s,
+                   log_level=log_level, database_url=url, poll_s=poll_s)
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``: safe to log, unlike the URL (it may hold a password)."""
+        return "sqlite" if self.database_url.startswith(SQLITE_PREFIX) else "postgresql"
+
+
+def check_database_url(url: str) -> None:
+    if url.startswith(POSTGRES_PREFIX):
+        return
+    if url.startswith(SQLITE_PREFIX) and len(url) > len(SQLITE_PREFIX):
+        return
+    scheme = url.partition(":")[0]
+    raise SettingsError("MACHIAVELOX_SCORING_DATABASE_URL must be sqlite:///<path> or "
+                        f"postgresql://..., not a {scheme!r} URL")
+
+
+def sqlite_path(url: str) -> Path:
+    """``sqlite:///data/s.db`` -> data/s.db (relative), ``sqlite:////srv/s.db`` -> /srv/s.db."""
+    return Path(url[len(SQLITE_PREFIX):])
