@@ -10,8 +10,8 @@ import pytest
 
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.local.processes import Proc, free_port, start
 from tests.support.client import PlayClient, login
-from tests.support.processes import Proc, free_port, start
 
 KEY = "test-key-0123456789abcdef"
 

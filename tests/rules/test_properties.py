@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
-from hypothesis import event, settings
+from hypothesis import event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -233,6 +233,7 @@ class TableMachine(RuleBasedStateMachine):
             return False
         t = self.table
         before = snapshot(t)
+        note(f"at {t.now_ms} ms: {action}")  # shown with a failing example
         try:
             t.apply(action, t.now_ms)
         except RulesError as err:
@@ -251,6 +252,8 @@ class TableMachine(RuleBasedStateMachine):
     def advance_to(self, at_ms: int) -> None:
         if self.finished:
             return
+        if at_ms > self.table.now_ms:
+            note(f"time passes to {at_ms} ms")
         try:
             self.table.advance(at_ms)
         except NotImplementedRuleError:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .board import Board, Op, replay
+from .deps import dependents
 from .judge import judge
 from .melds import is_regular
 from .state import Calata, CalataStatus
@@ -41,10 +42,11 @@ class UndoPlan:
 def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoPlan:
     live = table.live_ops()
     by_seq = {op.seq: op for op in live}
+    rev = dependents(table, live)
     fallen: set[int] = set()
     pending = set(first)
     while True:
-        _close(table, live, by_seq, fallen, pending, concluding)
+        _close(table, by_seq, rev, fallen, pending, concluding)
         survivors = [op for op in live if op.seq not in fallen]
         board, stuck = replay(table.base, survivors)
         if stuck:
@@ -59,32 +61,19 @@ def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoP
             return UndoPlan(fallen, board, survivors)
 
 
-def _close(table: Table, live: list[Op], by_seq: dict[int, Op], fallen: set[int],
+def _close(table: Table, by_seq: dict[int, Op], rev: dict[int, list[int]], fallen: set[int],
            pending: set[int], concluding: Calata | None) -> None:
     while pending:
         seq = pending.pop()
         if seq in fallen or seq not in by_seq:
             continue
-        op = by_seq[seq]
-        cal = table.calate[op.calata]
+        cal = table.calate[by_seq[seq].calata]
         if cal.status is CalataStatus.CONSOLIDATED:
             continue  # M5.5.8: never reached
         fallen.add(seq)
         if cal.status is CalataStatus.CONFIRMED and cal is not concluding:
             pending.update(cal.ops)  # M5.5.5: a concluded calata falls whole
-        for other in live:
-            if other.seq in fallen:
-                continue
-            if seq in other.prev or seq in other.needs or seq in _open_needs(table, other):
-                pending.add(other.seq)
-
-
-def _open_needs(table: Table, op: Op) -> frozenset[int]:
-    """Needs of an op of an open calata, from that calata's judgement at its last move."""
-    cal = table.calate[op.calata]
-    if cal.status is CalataStatus.OPEN:
-        return cal.needs.get(op.seq, frozenset())
-    return frozenset()
+        pending.update(d for d in rev.get(seq, ()) if d not in fallen)
 
 
 def _concluding_rest(table: Table, cal: Calata, board: Board, survivors: list[Op]) -> set[int]:

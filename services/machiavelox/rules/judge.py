@@ -22,13 +22,16 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 from .board import Board, Op, replay
+from .cards import Card
+from .deps import closure, dependents
 from .melds import is_regular
 from .state import Calata, CalataStatus
 
 if TYPE_CHECKING:
     from .table import Table
 
-MAX_TRIAL_SEARCH = 8  # trial ops considered per meld; more are rare and left out (documented)
+MAX_TRIAL_SEARCH = 6  # trial ops considered per meld; more are rare and left out (documented)
+MAX_REPLAYS = 48  # replays per judgement before the fallback (documented)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     foreign = [op for op in live if op.calata != cal.id
                and table.calate[op.calata].status is not CalataStatus.CONSOLIDATED]
     foreign_touch = {f.seq: board.melds_touched((f,)) for f in foreign}
+    ctx: _Context | None = None
     irregular: set[int] = set()
     needs_by_meld: dict[int, frozenset[int]] = {}
     for mid in current:
@@ -69,7 +73,9 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
             if not is_regular(cards):
                 irregular.add(mid)
             continue
-        needed = _search(table, own, related, live, mid)
+        if ctx is None:
+            ctx = _Context(table, own, live)
+        needed = ctx.search(related, mid, cards)
         if needed is None:
             irregular.add(mid)
         elif needed:
@@ -86,48 +92,75 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     return Judgement(frozenset(irregular), frozenset(fail), needs, frozenset(current))
 
 
-def _search(table: Table, own: list[Op], related: list[Op], live: Sequence[Op],
-            mid: int) -> frozenset[int] | None:
-    """The other calate's ops the meld needs to be regular, or None if it cannot be."""
-    status = table.calate
-    trial = [f for f in related if status[f.calata].status is CalataStatus.OPEN]
-    settled = [f for f in related if status[f.calata].status is not CalataStatus.OPEN]
-    required = _card_sources(own, live)
-    optional = [f for f in trial if f.seq not in required][:MAX_TRIAL_SEARCH]
-    left_out_always = {f.seq for f in trial if f.seq not in required} - {f.seq for f in optional}
-    own_seqs = {op.seq for op in own}
-    for k in range(len(optional) + 1):
-        for chosen in combinations(optional, k):
-            keep = {f.seq for f in chosen}
-            excluded = {f.seq for f in optional if f.seq not in keep} | left_out_always
-            verdict = _regular_without(table, live, excluded, own_seqs, mid)
-            if verdict is None:
-                continue  # an own op could not stand without these: not a valid choice
-            if not verdict:
-                continue
-            needed = set(keep)
-            for f in settled:  # M5.5.2: settled work it could not do without
-                if _regular_without(table, live, excluded | {f.seq}, own_seqs, mid) is not True:
-                    needed.add(f.seq)
-            return frozenset(needed)
-    return None
+class _Context:
+    """What one judgement shares across its melds: the reverse dependency graph, replays
+    already made (by the set of ops left out), and a budget of replays."""
+
+    def __init__(self, table: Table, own: list[Op], live: Sequence[Op]) -> None:
+        self.table = table
+        self.live = live
+        self.own_seqs = {op.seq for op in own}
+        self.required = _card_sources(own, live)
+        self.rev = dependents(table, live, ignore_needs_of=self.own_seqs)
+        self.boards: dict[frozenset[int], Board | None] = {}
+        self.budget = MAX_REPLAYS
+
+    def search(self, related: list[Op], mid: int, cards: list[Card]) -> frozenset[int] | None:
+        """The other calate's ops the meld needs to be regular, or None if it cannot be."""
+        status = self.table.calate
+        trial = [f for f in related if status[f.calata].status is CalataStatus.OPEN]
+        settled = [f for f in related if status[f.calata].status is not CalataStatus.OPEN]
+        optional = [f for f in trial if f.seq not in self.required][:MAX_TRIAL_SEARCH]
+        left_out = {f.seq for f in trial if f.seq not in self.required} - {
+            f.seq for f in optional}
+        for k in range(len(optional) + 1):
+            for chosen in combinations(optional, k):
+                keep = {f.seq for f in chosen}
+                excluded = {f.seq for f in optional if f.seq not in keep} | left_out
+                verdict = self.regular_without(excluded, mid)
+                if verdict is _OVER_BUDGET:
+                    return self._fallback(trial, settled, cards)
+                if verdict is not True:
+                    continue  # irregular, or an own op could not stand without these
+                needed = set(keep)
+                for f in settled:  # M5.5.2: settled work it could not do without
+                    if self.regular_without(excluded | {f.seq}, mid) is not True:
+                        needed.add(f.seq)
+                return frozenset(needed)
+        return None
+
+    @staticmethod
+    def _fallback(trial: list[Op], settled: list[Op], cards: list[Card]) -> frozenset[int] | None:
+        """Too many combinations: judge the meld as it stands and depend on all that touches
+        it (documented approximation; only reached in pathological tables)."""
+        if not is_regular(cards):
+            return None
+        return frozenset(f.seq for f in (*trial, *settled))
+
+    def regular_without(self, excluded: set[int], mid: int) -> bool | object | None:
+        """Is meld `mid` regular when the ops in `excluded` never happened (and so neither did
+        the ops that needed them: "what happens to the meld if that card disappears", M5.5.2)?
+        None if an own op could not stand without them; _OVER_BUDGET past the budget."""
+        closed = frozenset(closure(self.rev, excluded))
+        if closed & self.own_seqs:
+            return None
+        if closed not in self.boards:
+            if self.budget <= 0:
+                return _OVER_BUDGET
+            self.budget -= 1
+            board, stuck = replay(self.table.base,
+                                  (op for op in self.live if op.seq not in closed))
+            self.boards[closed] = None if any(op.seq in self.own_seqs for op in stuck) else board
+        board_or_none = self.boards[closed]
+        if board_or_none is None:
+            return None
+        target = board_or_none.resolve(mid)
+        if target not in board_or_none.melds:
+            return True  # the meld is gone: nothing left irregular
+        return is_regular(board_or_none.melds[target])
 
 
-def _regular_without(table: Table, live: Sequence[Op], excluded: set[int],
-                     own_seqs: set[int], mid: int) -> bool | None:
-    """Is meld `mid` regular when the ops in `excluded` never happened (and so neither did
-    the ops that needed them: "what happens to the meld if that card disappears", M5.5.2)?
-    None if an own op could not stand without them."""
-    excluded = _with_dependents(table, live, excluded, own_seqs)
-    if excluded & own_seqs:
-        return None
-    board, stuck = replay(table.base, (op for op in live if op.seq not in excluded))
-    if any(op.seq in own_seqs for op in stuck):
-        return None
-    target = board.resolve(mid)
-    if target not in board.melds:
-        return True  # the meld is gone: nothing left irregular
-    return is_regular(board.melds[target])
+_OVER_BUDGET = object()
 
 
 def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:
@@ -142,29 +175,4 @@ def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:
             continue
         out.add(seq)
         stack.extend(p for p in by_seq[seq].prev if p is not None)
-    return out
-
-
-def _with_dependents(table: Table, live: Sequence[Op], excluded: set[int],
-                     own_seqs: set[int]) -> set[int]:
-    """`excluded` plus every live op that needed one of them or moved one of their cards.
-
-    The needs of the calata being judged are what is being recomputed: they do not count."""
-    out = set(excluded)
-    changed = True
-    while changed:
-        changed = False
-        for op in live:
-            if op.seq in out:
-                continue
-            cal = table.calate[op.calata]
-            if op.seq in own_seqs:
-                needs: frozenset[int] = frozenset()
-            elif cal.status is CalataStatus.OPEN:
-                needs = cal.needs.get(op.seq, op.needs)
-            else:
-                needs = op.needs
-            if any(p in out for p in op.prev if p is not None) or needs & out:
-                out.add(op.seq)
-                changed = True
     return out

@@ -189,11 +189,9 @@ class Match:
         deal, self._next_deal = self._next_deal, None
         self.waiting_for_deal = False
         self.table = Table(deal, self.now_ms)
-        for s in SEATS:  # M11.9: abandoned players are back; silence carries over
-            if self.silent[s]:
+        for s in SEATS:  # M11.9: abandoned players are back; silence carries over (logged,
+            if self.silent[s]:  # so the smazzata replays from its own deal and log)
                 self.table.apply(A.Liveness(s, False), self.now_ms)
-        self.table.events.clear()
-        self.table.log.clear()
         self.smazzate.append(self.table)
         return [Event("smazzata", self.now_ms, detail=f"number {len(self.smazzate)}")]
 

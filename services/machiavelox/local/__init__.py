@@ -1,0 +1,1 @@
+"""Running the cluster on one machine."""

@@ -1,0 +1,102 @@
+"""Service processes on this machine: free ports, start, wait for health, stop with SIGTERM.
+
+Used by `machiavelox up` and by the end-to-end tests. `Proc.check_clean()` is the tests'
+check that a service stopped gracefully: exit 0 after SIGTERM and no ERROR line in its log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+MACHIAVELOX = [sys.executable, "-m", "machiavelox.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    address: str
+    log_path: Path
+    allow_errors: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+    def logs(self) -> list[dict[str, object]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                out.append({"level": "RAW", "msg": line})
+        return out
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+                raise AssertionError(f"{self.name} did not stop on SIGTERM") from None
+        return self.popen.returncode
+
+    def check_clean(self) -> None:
+        code = self.stop()
+        assert code == 0, f"{self.name} exited {code}: {self.log_path.read_text()[-2000:]}"
+        if not self.allow_errors:
+            errors = [r for r in self.logs() if r.get("level") in ("ERROR", "CRITICAL")]
+            assert not errors, f"{self.name} logged errors: {errors}"
+
+
+def start(name: str, command: str, env: dict[str, str], tmp: Path,
+          allow_errors: bool = False, wait: bool = True) -> Proc:
+    """Start `machiavelox <command>` with `env` (MACHIAVELOX_* settings) and wait for health."""
+    port_key = {"table": "TABLE_PORT", "gateway": "GATEWAY_PORT", "scoring": "SCORING_PORT",
+                "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT"}[command]
+    full = {**os.environ, **env}
+    port = int(full.get(f"MACHIAVELOX_{port_key}", "0")) or free_port()
+    full[f"MACHIAVELOX_{port_key}"] = str(port)
+    log_path = tmp / f"{name}.log"
+    popen = subprocess.Popen([*MACHIAVELOX, command], env=full,
+                             stdout=subprocess.DEVNULL, stderr=log_path.open("wb"),
+                             start_new_session=True)
+    proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, allow_errors, env)
+    if wait:
+        wait_healthy(proc)
+    return proc
+
+
+def wait_healthy(proc: Proc, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"{proc.name} exited: {proc.log_path.read_text()[-3000:]}")
+        try:
+            with grpc.insecure_channel(proc.address) as ch:
+                reply = health_pb2_grpc.HealthStub(ch).Check(
+                    health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+        except grpc.RpcError:
+            pass
+        time.sleep(0.1)
+    proc.stop()
+    raise AssertionError(f"{proc.name} not healthy in {timeout} s: {proc.log_path.read_text()}")

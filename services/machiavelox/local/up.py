@@ -1,0 +1,109 @@
+"""`machiavelox up`: the whole cluster on this machine, with embedded defaults.
+
+Presence (in memory), scoring (SQLite in the data dir), two table shards, matchmaking and the
+gateway, each its own process on loopback. It prints the gateway's address and stays up until
+Ctrl-C, then stops every service gracefully. `--demo N` also runs N bots to the end of their
+matches, prints the results and the leaderboard, and stops: the README's main job. The demo
+runs the tables' rules clock faster (`--time-scale`), so that 2-minute rules take seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from .processes import Proc, start
+
+KEY = "local-development-key-not-a-secret"
+
+
+def launch(base: int, data_dir: Path, logs: Path, time_scale: float) -> dict[str, Proc]:
+    ports = {"gateway": base, "shard-0": base + 101, "shard-1": base + 102,
+             "matchmaking": base + 200, "scoring": base + 300, "presence": base + 400}
+    common = {"MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_LOG_LEVEL": "INFO"}
+    shards = f"shard-0=127.0.0.1:{ports['shard-0']},shard-1=127.0.0.1:{ports['shard-1']}"
+    procs: dict[str, Proc] = {}
+    try:
+        procs["presence"] = start("presence", "presence", {
+            **common, "MACHIAVELOX_PRESENCE_PORT": str(ports["presence"])}, logs)
+        procs["scoring"] = start("scoring", "scoring", {
+            **common, "MACHIAVELOX_SCORING_PORT": str(ports["scoring"]),
+            "MACHIAVELOX_SCORING_DATABASE_URL": f"sqlite:///{data_dir / 'scoring.sqlite3'}"},
+            logs)
+        for shard in ("shard-0", "shard-1"):
+            procs[shard] = start(shard, "table", {
+                **common, "MACHIAVELOX_SHARD_ID": shard,
+                "MACHIAVELOX_TABLE_PORT": str(ports[shard]),
+                "MACHIAVELOX_TABLE_TIME_SCALE": str(time_scale),
+                "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}",
+                "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
+        procs["matchmaking"] = start("matchmaking", "matchmaking", {
+            **common, "MACHIAVELOX_MATCHMAKING_PORT": str(ports["matchmaking"]),
+            "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
+            "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}"}, logs)
+        procs["gateway"] = start("gateway", "gateway", {
+            **common, "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
+            "MACHIAVELOX_GATEWAY_SHARDS": shards,
+            "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
+    except BaseException:
+        stop_all(procs)
+        raise
+    return procs
+
+
+def stop_all(procs: dict[str, Proc]) -> list[str]:
+    """Stop in reverse start order; returns the services that did not stop cleanly."""
+    bad = []
+    for name, proc in reversed(list(procs.items())):
+        try:
+            if proc.stop() != 0:
+                bad.append(name)
+        except AssertionError:
+            bad.append(name)
+    return bad
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="machiavelox up", description=__doc__)
+    parser.add_argument("--base-port", type=int, default=7000)
+    parser.add_argument("--data-dir", default=".machiavelox-data")
+    parser.add_argument("--demo", type=int, default=0, metavar="N",
+                        help="run N bots (a multiple of 3) to the end, then stop")
+    parser.add_argument("--time-scale", type=float, default=None,
+                        help="rules clock speed (default 1, or 30 with --demo)")
+    args = parser.parse_args(argv)
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    logs = Path(tempfile.mkdtemp(prefix="machiavelox-logs-"))
+    scale = args.time_scale if args.time_scale is not None else (30.0 if args.demo else 1.0)
+    print(f"starting the cluster (logs in {logs}) ...", flush=True)
+    procs = launch(args.base_port, data_dir, logs, scale)
+    gateway = procs["gateway"].address
+    print(f"gateway listening on {gateway}", flush=True)
+    code = 0
+    try:
+        if args.demo:
+            from machiavelox.bots.main import play
+
+            print(f"demo: {args.demo} bots, rules clock x{scale:g}", flush=True)
+            outcomes = asyncio.run(play(args.demo, gateway, procs["matchmaking"].address,
+                                        procs["scoring"].address, 0.05, "bot", sys.stdout))
+            code = 0 if all(o.result is not None for o in outcomes) else 1
+        else:
+            print("press Ctrl-C to stop", flush=True)
+            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("stopping ...", flush=True)
+        bad = stop_all(procs)
+        if bad:
+            print(f"not stopped cleanly: {', '.join(bad)} (logs in {logs})", flush=True)
+            code = code or 1
+        else:
+            print("stopped", flush=True)
+    return code

@@ -1,0 +1,51 @@
+"""The dependency graph of the live ops, reversed: who falls if this op falls (M5.5.1-M5.5.2).
+
+An op depends on the ops that last moved its cards (`Op.prev`) and on the other calate's ops it
+needed (`Op.needs` once its calata concluded, `Calata.needs` while it is open). Built once per
+judgement or undo plan, so following the chain costs O(edges), not O(ops) per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from .board import Op
+from .state import CalataStatus
+
+if TYPE_CHECKING:
+    from .table import Table
+
+
+def needs_of(table: Table, op: Op) -> frozenset[int]:
+    cal = table.calate[op.calata]
+    if cal.status is CalataStatus.OPEN:
+        return cal.needs.get(op.seq, op.needs)
+    return op.needs
+
+
+def dependents(table: Table, live: Sequence[Op],
+               ignore_needs_of: set[int] | frozenset[int] = frozenset()) -> dict[int, list[int]]:
+    """seq -> the live ops that depend on it directly. `ignore_needs_of`: ops whose needs are
+    being recomputed (a calata under judgement) and so must not count."""
+    rev: dict[int, list[int]] = {}
+    for op in live:
+        for p in op.prev:
+            if p is not None:
+                rev.setdefault(p, []).append(op.seq)
+        if op.seq not in ignore_needs_of:
+            for n in needs_of(table, op):
+                rev.setdefault(n, []).append(op.seq)
+    return rev
+
+
+def closure(rev: dict[int, list[int]], start: Iterable[int]) -> set[int]:
+    """`start` and everything that depends on it, transitively."""
+    out = set(start)
+    stack = list(out)
+    while stack:
+        for nxt in rev.get(stack.pop(), ()):
+            if nxt not in out:
+                out.add(nxt)
+                stack.append(nxt)
+    return out
