@@ -1,0 +1,1 @@
+"""Matchmaking, the agorà: competitive single matches by skill, friendly tables by invite code."""

@@ -1,0 +1,279 @@
+"""Who is waiting for what, as pure logic: no I/O; time comes in as ms of a monotonic clock.
+
+- `Roster`: where each player is: in the competitive queue, in a friendly lobby, or seated at a
+  table (or being seated). A player is in at most one place: a second ticket is refused with
+  `ticket/duplicate`, queueing while seated at an unfinished table with `ticket/seated`.
+- `MatchQueue`: competitive tickets, matched in groups of three by skill. A ticket's window is
+  `base + widen_per_s * waited seconds` ordinal points around its own ordinal; a group is made
+  only if every member has the two others inside its window. The longest-waiting ticket is
+  served first, and its partners are the longest-waiting tickets that fit.
+- `FriendlyLobbies`: private tables by invite code: the first three players to join sit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from machiavelox.rules import MatchKind
+
+GROUP = 3  # M13.5: three players only
+# Partners are searched among this many compatible tickets (in waiting order) per anchor, so a
+# tick costs O(n * PARTNER_SCAN^2) at worst however long the queue.
+PARTNER_SCAN = 64
+
+
+class WaitError(Exception):
+    """A refusal with a stable reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+class Refused(WaitError):
+    """The player's state forbids it (FAILED_PRECONDITION on the wire)."""
+
+
+class UnknownCode(WaitError):
+    """No friendly table has this code (NOT_FOUND on the wire)."""
+
+
+# ---------------------------------------------------------------------------------- roster
+SpotKind = Literal["queue", "lobby", "table"]
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where a player is; ref: the ticket id, the invite code, or the table id ("" while the
+    table is being created)."""
+
+    kind: SpotKind
+    ref: str
+
+
+class Roster:
+    def __init__(self) -> None:
+        self._where: dict[str, Spot] = {}
+        self._tables: dict[str, tuple[str, ...]] = {}
+
+    def where(self, player: str) -> Spot | None:
+        return self._where.get(player)
+
+    def check_free(self, player: str) -> None:
+        spot = self._where.get(player)
+        if spot is None:
+            return
+        if spot.kind == "table":
+            where = f"table {spot.ref}" if spot.ref else "a table being created"
+            raise Refused("ticket/seated", f"{player} is seated at {where}")
+        what = "the queue" if spot.kind == "queue" else f"friendly table {spot.ref}"
+        raise Refused("ticket/duplicate", f"{player} is already waiting in {what}")
+
+    def hold(self, player: str, kind: SpotKind, ref: str) -> None:
+        self.check_free(player)
+        self._where[player] = Spot(kind, ref)
+
+    def free(self, player: str) -> None:
+        self._where.pop(player, None)
+
+    def seat(self, players: tuple[str, ...], table_id: str) -> None:
+        """Seat the players (table_id "": a table is being created for them)."""
+        for player in players:
+            self._where[player] = Spot("table", table_id)
+        if table_id:
+            self._tables[table_id] = players
+
+    def release(self, table_id: str) -> tuple[str, ...]:
+        """The table's match ended: its players are free again (unknown tables: nobody)."""
+        players = self._tables.pop(table_id, ())
+        for player in players:
+            if self._where.get(player) == Spot("table", table_id):
+                del self._where[player]
+        return players
+
+    def players_at(self, table_id: str) -> tuple[str, ...]:
+        """The players of a created table, in seat order."""
+        return self._tables.get(table_id, ())
+
+    def seated_tables(self) -> int:
+        return len(self._tables)
+
+
+# ---------------------------------------------------------------------------------- queue
+@dataclass(frozen=True)
+class Ticket:
+    ticket_id: str
+    player: str
+    ordinal: float
+    enqueued_ms: int
+
+
+class MatchQueue:
+    def __init__(self, roster: Roster, base_window: float, widen_per_s: float) -> None:
+        self.roster = roster
+        self.base_window = base_window
+        self.widen_per_s = widen_per_s
+        self._tickets: dict[str, Ticket] = {}  # insertion order breaks ties of enqueued_ms
+
+    def __len__(self) -> int:
+        return len(self._tickets)
+
+    def __contains__(self, ticket_id: object) -> bool:
+        return ticket_id in self._tickets
+
+    def get(self, ticket_id: str) -> Ticket | None:
+        return self._tickets.get(ticket_id)
+
+    def window(self, ticket: Ticket, now_ms: int) -> float:
+        waited_s = max(0, now_ms - ticket.enqueued_ms) / 1000
+        return self.base_window + self.widen_per_s * waited_s
+
+    def add(self, ticket: Ticket) -> None:
+        """Queue a ticket; refused if the player already waits somewhere or is seated."""
+        if ticket.ticket_id in self._tickets:
+            raise Refused("ticket/duplicate", f"ticket {ticket.ticket_id} is already queued")
+        self.roster.hold(ticket.player, "queue", ticket.ticket_id)
+        self._tickets[ticket.ticket_id] = ticket
+
+    def remove(self, ticket_id: str) -> Ticket | None:
+        """Take a waiting ticket out (cancelled); None if it is not waiting."""
+        ticket = self._tickets.pop(ticket_id, None)
+        if ticket is not None:
+            self.roster.free(ticket.player)
+        return ticket
+
+    def requeue(self, tickets: tuple[Ticket, ...]) -> None:
+        """Put matched tickets back (their table could not be created), keeping their age."""
+        for ticket in tickets:
+            self.roster.free(ticket.player)
+            self.add(ticket)
+
+    def _fits(self, group: list[Ticket], windows: dict[str, float], other: Ticket) -> bool:
+        return all(abs(member.ordinal - other.ordinal) <= min(windows[member.ticket_id],
+                                                               windows[other.ticket_id])
+                   for member in group)
+
+    def match(self, now_ms: int) -> list[tuple[Ticket, Ticket, Ticket]]:
+        """Groups of three that fit each other's windows now, longest-waiting first.
+
+        Matched tickets leave the queue and their players are marked as being seated
+        (`Roster.seat(players, "")`); the caller seats them at the created table or requeues.
+        """
+        order = sorted(self._tickets.values(), key=lambda t: t.enqueued_ms)  # stable
+        windows = {t.ticket_id: self.window(t, now_ms) for t in order}
+        used: set[str] = set()
+        groups: list[tuple[Ticket, Ticket, Ticket]] = []
+        for anchor in order:
+            if anchor.ticket_id in used:
+                continue
+            candidates = list(itertools.islice(
+                (t for t in order if t.ticket_id not in used and t is not anchor
+                 and self._fits([anchor], windows, t)), PARTNER_SCAN))
+            found = next(((a, b) for a, b in itertools.combinations(candidates, 2)
+                          if self._fits([anchor, a], windows, b)), None)
+            if found is None:
+                continue
+            group = (anchor, *found)
+            used.update(t.ticket_id for t in group)
+            groups.append(group)
+        for group in groups:
+            for ticket in group:
+                del self._tickets[ticket.ticket_id]
+            self.roster.seat(tuple(t.player for t in group), "")
+        return groups
+
+
+# ---------------------------------------------------------------------------------- friendly
+@dataclass
+class Lobby:
+    code: str
+    kind: MatchKind
+    creator: str
+    created_ms: int
+    players: list[str] = field(default_factory=list)  # in seat order (join order)
+    table_id: str = ""  # set once the table exists
+    placing: bool = False  # a table is being created for it
+
+    @property
+    def full(self) -> bool:
+        return len(self.players) == GROUP
+
+
+class FriendlyLobbies:
+    """Friendly tables waiting for their players. A lobby lives until its table's match ends."""
+
+    def __init__(self, roster: Roster, new_code: Callable[[], str]) -> None:
+        self.roster = roster
+        self.new_code = new_code
+        self._lobbies: dict[str, Lobby] = {}
+        self._by_table: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._lobbies)
+
+    def get(self, code: str) -> Lobby | None:
+        return self._lobbies.get(code)
+
+    def create(self, creator: str, kind: MatchKind, now_ms: int) -> Lobby:
+        """A new lobby with a fresh code; the creator joins it like everyone else."""
+        for _ in range(100):
+            code = self.new_code()
+            if code not in self._lobbies:
+                break
+        else:
+            raise RuntimeError("no free invite code found")
+        lobby = Lobby(code, kind, creator, now_ms)
+        self._lobbies[code] = lobby
+        return lobby
+
+    def join(self, code: str, player: str) -> Lobby:
+        """Take a seat (idempotent for a member: a reconnecting app gets the same lobby)."""
+        lobby = self._lobbies.get(code)
+        if lobby is None:
+            raise UnknownCode("friendly/unknown-code", f"no friendly table has code {code!r}")
+        if player in lobby.players:
+            return lobby
+        if lobby.full:
+            raise Refused("friendly/full", f"friendly table {code} already has three players")
+        self.roster.hold(player, "lobby", code)
+        lobby.players.append(player)
+        return lobby
+
+    def leave(self, code: str, player: str) -> bool:
+        """Give up a seat before the table is created; False if it cannot be given up."""
+        lobby = self._lobbies.get(code)
+        if lobby is None or player not in lobby.players or lobby.placing or lobby.table_id:
+            return False
+        lobby.players.remove(player)
+        self.roster.free(player)
+        return True
+
+    def ready(self) -> list[Lobby]:
+        """Full lobbies whose table is still to be created; they are marked as placing."""
+        out = [lobby for lobby in self._lobbies.values()
+               if lobby.full and not lobby.table_id and not lobby.placing]
+        for lobby in out:
+            lobby.placing = True
+        return out
+
+    def placed(self, code: str, table_id: str) -> None:
+        lobby = self._lobbies[code]
+        lobby.placing = False
+        lobby.table_id = table_id
+        self._by_table[table_id] = code
+        self.roster.seat(tuple(lobby.players), table_id)
+
+    def not_placed(self, code: str) -> None:
+        """Creating the table failed: the lobby is ready again at the next attempt."""
+        lobby = self._lobbies.get(code)
+        if lobby is not None:
+            lobby.placing = False
+
+    def release(self, table_id: str) -> Lobby | None:
+        """The table's match ended: forget the lobby (its code becomes unknown)."""
+        code = self._by_table.pop(table_id, None)
+        return None if code is None else self._lobbies.pop(code, None)

@@ -1,0 +1,65 @@
+"""Settings of matchmaking (environment variables, Helm values `matchmaking.*`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from machiavelox.platform.settings import SettingsError, env_float, env_int, env_map, env_str
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+@dataclass(frozen=True)
+class MatchmakingSettings:
+    host: str  # MACHIAVELOX_MATCHMAKING_HOST
+    port: int  # MACHIAVELOX_MATCHMAKING_PORT
+    token_key: bytes  # MACHIAVELOX_TOKEN_KEY (the gateway's key, a Secret), >= 16 bytes
+    shards: dict[str, str]  # MACHIAVELOX_MATCHMAKING_SHARDS: shard-0=host:port,...
+    scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = no ratings, seats freed only by a restart)
+    tick_ms: int  # MACHIAVELOX_MATCHMAKING_TICK_MS: how often the queue is matched
+    window: float  # MACHIAVELOX_MATCHMAKING_WINDOW: initial skill window, ordinal points
+    widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
+    grace_s: float  # MACHIAVELOX_GRACE_S
+    log_level: str  # MACHIAVELOX_LOG_LEVEL
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> MatchmakingSettings:
+        key = env_str("TOKEN_KEY", "", env)
+        if len(key.encode()) < 16:
+            raise SettingsError("MACHIAVELOX_TOKEN_KEY must be set, at least 16 bytes")
+        shards = env_map("MATCHMAKING_SHARDS", env)
+        if not shards:
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_SHARDS must name at least one shard: "
+                                "shard-0=host:port,shard-1=host:port")
+        for shard_id in shards:
+            if "." in shard_id:
+                raise SettingsError(f"shard id {shard_id!r} in MACHIAVELOX_MATCHMAKING_SHARDS "
+                                    "must not contain a dot (table ids are <shard>.<suffix>)")
+        port = env_int("MATCHMAKING_PORT", 7200, env, minimum=0)
+        if port > 65535:
+            raise SettingsError(f"MACHIAVELOX_MATCHMAKING_PORT must be at most 65535, not {port}")
+        window = env_float("MATCHMAKING_WINDOW", 5.0, env)
+        widen = env_float("MATCHMAKING_WIDEN_PER_S", 1.0, env)
+        if window < 0 or widen < 0:
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_WINDOW and _WIDEN_PER_S must not be "
+                                "negative")
+        grace_s = env_float("GRACE_S", 5.0, env)
+        if grace_s < 0:
+            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
+        level = env_str("LOG_LEVEL", "INFO", env).upper()
+        if level not in _LEVELS:
+            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(_LEVELS)}, "
+                                f"not {level!r}")
+        return cls(
+            host=env_str("MATCHMAKING_HOST", "127.0.0.1", env),
+            port=port,
+            token_key=key.encode(),
+            shards=shards,
+            scoring=env_str("SCORING_ADDRESS", "", env),
+            tick_ms=env_int("MATCHMAKING_TICK_MS", 200, env, minimum=10),
+            window=window,
+            widen_per_s=widen,
+            grace_s=grace_s,
+            log_level=level,
+        )

@@ -1,0 +1,186 @@
+"""The competitive queue, the roster and friendly lobbies: pure logic, time passed in."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from machiavelox.matchmaking.queue import (
+    FriendlyLobbies,
+    MatchQueue,
+    Refused,
+    Roster,
+    Ticket,
+    UnknownCode,
+)
+from machiavelox.rules import MatchKind
+
+
+@pytest.fixture
+def queue() -> MatchQueue:
+    return MatchQueue(Roster(), base_window=5.0, widen_per_s=1.0)
+
+
+def ticket(player: str, ordinal: float, at_ms: int) -> Ticket:
+    return Ticket(f"t-{player}", player, ordinal, at_ms)
+
+
+def players(groups: list[tuple[Ticket, Ticket, Ticket]]) -> list[list[str]]:
+    return [[t.player for t in g] for g in groups]
+
+
+def test_the_window_widens_with_waited_time(queue: MatchQueue) -> None:
+    t = ticket("ann", 0.0, 10_000)
+    assert queue.window(t, 10_000) == 5.0
+    assert queue.window(t, 12_500) == pytest.approx(7.5)
+    assert queue.window(t, 30_000) == pytest.approx(25.0)
+
+
+def test_three_similar_players_match_at_once(queue: MatchQueue) -> None:
+    for name, ordinal in (("ann", 0.0), ("bob", 1.5), ("cy", -2.0)):
+        queue.add(ticket(name, ordinal, 0))
+    assert players(queue.match(0)) == [["ann", "bob", "cy"]]
+    assert len(queue) == 0
+    spot = queue.roster.where("ann")
+    assert spot is not None and spot.kind == "table"  # being seated: cannot queue again
+    with pytest.raises(Refused) as err:
+        queue.add(ticket("ann", 0.0, 1))
+    assert err.value.reason == "ticket/seated"
+
+
+def test_two_players_do_not_make_a_table(queue: MatchQueue) -> None:
+    queue.add(ticket("ann", 0.0, 0))
+    queue.add(ticket("bob", 0.0, 0))
+    assert queue.match(600_000) == []
+    assert len(queue) == 2
+
+
+def test_a_far_apart_player_waits_until_the_windows_cover_them(queue: MatchQueue) -> None:
+    queue.add(ticket("ann", 0.0, 0))
+    queue.add(ticket("bob", 1.0, 0))
+    queue.add(ticket("far", 12.0, 0))
+    # 12 points apart: every window must reach 12, i.e. 7 s of waiting at 1 point per second.
+    assert queue.match(0) == []
+    assert queue.match(6_900) == []
+    assert players(queue.match(7_000)) == [["ann", "bob", "far"]]
+
+
+def test_each_member_must_have_the_others_inside_its_own_window(queue: MatchQueue) -> None:
+    queue.add(ticket("old1", 0.0, 0))
+    queue.add(ticket("old2", 0.0, 0))
+    queue.add(ticket("new", 9.0, 20_000))  # new: window 5 at 20 s, old ones: 25
+    assert queue.match(20_000) == []
+    assert players(queue.match(24_000)) == [["old1", "old2", "new"]]
+
+
+def test_the_longest_waiting_tickets_are_served_first(queue: MatchQueue) -> None:
+    for name, at_ms in (("d", 200), ("a", 100), ("c", 300), ("b", 400)):
+        queue.add(ticket(name, 0.0, at_ms))
+    assert players(queue.match(1_000)) == [["a", "d", "c"]]
+    assert len(queue) == 1 and queue.get("t-b") is not None
+
+
+def test_an_oldest_ticket_that_fits_nobody_does_not_block_the_others(queue: MatchQueue) -> None:
+    queue.add(ticket("loner", 100.0, 0))
+    for name in ("a", "b", "c"):
+        queue.add(ticket(name, 0.0, 1_000))
+    assert players(queue.match(2_000)) == [["a", "b", "c"]]
+    assert len(queue) == 1
+
+
+def test_partners_are_found_even_if_the_first_candidate_fits_no_third(
+        queue: MatchQueue) -> None:
+    queue.add(ticket("anchor", 0.0, 0))
+    queue.add(ticket("low", -5.0, 1))  # fits the anchor, but neither "high" nor "mid"
+    queue.add(ticket("high", 5.0, 2))
+    queue.add(ticket("mid", 1.0, 3))
+    assert players(queue.match(3)) == [["anchor", "high", "mid"]]
+    assert queue.get("t-low") is not None
+
+
+def test_many_tickets_make_many_groups_of_similar_players(queue: MatchQueue) -> None:
+    clock = itertools.count()
+    for i in range(9):
+        queue.add(ticket(f"p{i}", float(i // 3) * 20, next(clock)))
+    groups = queue.match(10)
+    assert sorted(players(groups)) == [["p0", "p1", "p2"], ["p3", "p4", "p5"],
+                                       ["p6", "p7", "p8"]]
+
+
+def test_a_player_cannot_hold_two_tickets(queue: MatchQueue) -> None:
+    queue.add(ticket("ann", 0.0, 0))
+    with pytest.raises(Refused) as err:
+        queue.add(Ticket("another", "ann", 0.0, 5))
+    assert err.value.reason == "ticket/duplicate"
+    assert len(queue) == 1
+
+
+def test_a_cancelled_ticket_frees_the_player(queue: MatchQueue) -> None:
+    queue.add(ticket("ann", 0.0, 0))
+    assert queue.remove("t-ann") is not None
+    assert queue.remove("t-ann") is None
+    queue.add(ticket("ann", 0.0, 1))
+    assert len(queue) == 1
+
+
+def test_seated_players_are_refused_until_their_table_is_released(queue: MatchQueue) -> None:
+    queue.roster.seat(("ann", "bob", "cy"), "shard-0.abc")
+    with pytest.raises(Refused) as err:
+        queue.add(ticket("bob", 0.0, 0))
+    assert err.value.reason == "ticket/seated" and "shard-0.abc" in err.value.message
+    assert queue.roster.players_at("shard-0.abc") == ("ann", "bob", "cy")
+    assert queue.roster.release("shard-0.abc") == ("ann", "bob", "cy")
+    queue.add(ticket("bob", 0.0, 0))
+
+
+def test_requeued_tickets_keep_their_age(queue: MatchQueue) -> None:
+    for name in ("a", "b", "c"):
+        queue.add(ticket(name, 0.0, 0))
+    (group,) = queue.match(0)
+    queue.add(ticket("late", 0.0, 5_000))
+    for t in group:
+        queue.roster.free(t.player)
+    queue.requeue(group[:2])  # c's stream went away meanwhile
+    assert players(queue.match(6_000)) == [["a", "b", "late"]]
+
+
+def codes() -> FriendlyLobbies:
+    names = iter(["CODE01", "CODE01", "CODE02"])
+    return FriendlyLobbies(Roster(), lambda: next(names))
+
+
+def test_friendly_lobbies_seat_the_first_three_joiners() -> None:
+    lobbies = codes()
+    first = lobbies.create("ann", MatchKind.LONG, 0)
+    second = lobbies.create("ann", MatchKind.SINGLE, 0)
+    assert (first.code, second.code) == ("CODE01", "CODE02")  # a taken code is drawn again
+    for name in ("ann", "bob", "ann", "cy"):  # joining twice is idempotent
+        lobbies.join("CODE01", name)
+    assert first.players == ["ann", "bob", "cy"] and first.full
+    with pytest.raises(Refused) as err:
+        lobbies.join("CODE01", "dan")
+    assert err.value.reason == "friendly/full"
+    with pytest.raises(UnknownCode):
+        lobbies.join("NOPE00", "dan")
+    with pytest.raises(Refused) as err:
+        lobbies.join("CODE02", "bob")  # already waiting at another table
+    assert err.value.reason == "ticket/duplicate"
+    assert lobbies.ready() == [first] and lobbies.ready() == []
+    assert not lobbies.leave("CODE01", "bob")  # being placed: too late to leave
+    lobbies.placed("CODE01", "shard-1.xyz")
+    assert lobbies.roster.players_at("shard-1.xyz") == ("ann", "bob", "cy")
+    assert lobbies.release("shard-1.xyz") is first
+    assert lobbies.get("CODE01") is None
+
+
+def test_a_joiner_who_leaves_frees_the_seat() -> None:
+    lobbies = codes()
+    lobby = lobbies.create("ann", MatchKind.SINGLE, 0)
+    lobbies.join(lobby.code, "ann")
+    lobbies.join(lobby.code, "bob")
+    assert lobbies.leave(lobby.code, "bob")
+    assert lobby.players == ["ann"] and lobbies.roster.where("bob") is None
+    lobbies.join(lobby.code, "cy")
+    lobbies.join(lobby.code, "dan")
+    assert lobby.full
