@@ -47,10 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         log.critical("bad settings: %s", exc)
         return 2
     configure("scoring", settings.log_level)
-    log.info("scoring starting", extra={"code": settings.backend})
+    log.info("scoring starting on %s", settings.backend)
     try:
         asyncio.run(serve(settings))
     except StoreUnavailableError as exc:
-        log.critical("cannot open the results store: %s", exc)
+        log.critical("%s", exc)
         return 1
     return 0

@@ -27,14 +27,9 @@ from typing import Any, TypeAlias
 import grpc
 
 from machiavelox._gen.v1 import common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
-from machiavelox.platform.errors import (
-    failed_precondition,
-    invalid_argument,
-    not_found,
-    unavailable,
-)
+from machiavelox.platform.errors import invalid_argument, not_found, unavailable
 
-from .store import ConflictError, Result, ResultStore, StoredResult, StoreUnavailableError
+from .store import Result, ResultStore, StoredResult, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +41,6 @@ PLAYING_SEATS = SEATS - {common_pb2.SEAT_UNSPECIFIED}
 KINDS = (table_pb2.MATCH_KIND_SINGLE, table_pb2.MATCH_KIND_LONG)
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
-
 
 
 class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
@@ -63,9 +57,13 @@ class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
         result = decode_result(request)
         with _store_errors():
             appended = await self._store.append(result)
-        log.info("smazzata %d %s", result.smazzata,
-                 "stored" if appended.created else "already stored (a retry)",
-                 extra={"table_id": result.table_id, "offset": appended.offset})
+        extra = {"table_id": result.table_id, "offset": appended.offset}
+        if appended.differs:
+            log.warning("smazzata %d was already stored with a different result: the first "
+                        "report is kept", result.smazzata, extra=extra)
+        else:
+            log.info("smazzata %d %s", result.smazzata,
+                     "stored" if appended.created else "already stored (a retry)", extra=extra)
         return scoring_pb2.ReportResultResponse(offset=appended.offset)
 
     async def GetLeaderboard(self, request: scoring_pb2.GetLeaderboardRequest,
@@ -148,8 +146,6 @@ def encode_record(record: StoredResult) -> scoring_pb2.ResultRecord:
 def _store_errors() -> Iterator[None]:
     try:
         yield
-    except ConflictError as exc:
-        raise failed_precondition("result/conflict", str(exc)) from exc
     except StoreUnavailableError as exc:
         log.warning("results store unavailable: %s", exc)
         raise unavailable("store/unavailable", "the results store is unavailable; retry") from exc

@@ -14,8 +14,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
 
@@ -30,7 +33,7 @@ class ScoringSettings:
     port: int
     grace_s: float
     log_level: str
-    database_url: str
+    database_url: str = field(repr=False)  # may hold a password
     poll_s: float
 
     @classmethod
@@ -63,6 +66,11 @@ class ScoringSettings:
 
 def check_database_url(url: str) -> None:
     if url.startswith(POSTGRES_PREFIX):
+        try:
+            conninfo_to_dict(url)
+        except psycopg.Error:  # its message may quote the URL, password and all
+            raise SettingsError("MACHIAVELOX_SCORING_DATABASE_URL is not a valid PostgreSQL "
+                                "URL") from None
         return
     if url.startswith(SQLITE_PREFIX) and len(url) > len(SQLITE_PREFIX):
         return

@@ -5,9 +5,10 @@ The same semantics on both backends (SQLite for one process, PostgreSQL for repl
 - `append` gives a new result the next offset (1, 2, 3, ... without holes) and, in the same
   transaction, adds its points to the leaderboard (competitive results only, M13.1) and to the
   standings of its table (long matches only, M13.2).
-- It is idempotent on (table_id, smazzata): the same report again returns the original offset and
-  changes nothing; a different report under the same key is a `ConflictError`. Reports are
-  compared as the bytes the codec produced (deterministic serialization).
+- It is idempotent on (table_id, smazzata): a report for a stored key returns the original offset
+  and changes nothing. The first report wins; if a later one differs (compared as the bytes the
+  codec produced, deterministically), `Appended.differs` says so, for the caller to log. Refusing
+  it instead would make a shard that retries every failure retry forever.
 - Offsets become visible in order: once a reader has seen offset n, no record below n can appear
   later. That is what lets a subscriber resume from "last processed + 1" and lose nothing. SQLite
   gets it from its single writer; PostgreSQL from every append first locking the one row of
@@ -35,6 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from .settings import SQLITE_PREFIX, sqlite_path
@@ -70,7 +72,8 @@ class StoredResult:
 @dataclass(frozen=True)
 class Appended:
     offset: int
-    created: bool  # False: it was already stored (a retried report)
+    created: bool  # False: the key was already stored (a retried report)
+    differs: bool = False  # already stored, with a different result: the first one was kept
 
 
 @dataclass(frozen=True)
@@ -85,15 +88,6 @@ class Standings:
     player_ids: tuple[str, str, str]
     totals: tuple[int, int, int]
     smazzate: int
-
-
-class ConflictError(Exception):
-    """A different result was already stored for this table and smazzata."""
-
-    def __init__(self, table_id: str, smazzata: int, offset: int) -> None:
-        super().__init__(f"table {table_id!r} smazzata {smazzata} is already stored at offset "
-                         f"{offset} with a different result")
-        self.offset = offset
 
 
 class StoreUnavailableError(Exception):
@@ -120,9 +114,12 @@ class ResultStore(Protocol):
 
 async def open_store(url: str, poll_s: float) -> ResultStore:
     """The store a (checked) database URL names, schema created if missing."""
-    if url.startswith(SQLITE_PREFIX):
-        return await SqliteStore.open(sqlite_path(url), poll_s)
-    return await PostgresStore.open(url, poll_s)
+    try:
+        if url.startswith(SQLITE_PREFIX):
+            return await SqliteStore.open(sqlite_path(url), poll_s)
+        return await PostgresStore.open(url, poll_s)
+    except (psycopg.Error, sqlite3.Error, OSError) as exc:
+        raise StoreUnavailableError(f"cannot open the results store: {exc}") from exc
 
 
 # --- following the log, shared by both backends --------------------------------------------
@@ -166,11 +163,8 @@ async def tail(read: Callable[[int, int], Awaitable[list[StoredResult]]], bell: 
             await bell.wait(seen, poll_s, until)
 
 
-def _existing(table_id: str, smazzata: int, row: Sequence[Any], payload: bytes) -> Appended:
-    offset, stored_payload = int(row[0]), bytes(row[1])
-    if stored_payload != payload:
-        raise ConflictError(table_id, smazzata, offset)
-    return Appended(offset, created=False)
+def _existing(row: Sequence[Any], payload: bytes) -> Appended:
+    return Appended(int(row[0]), created=False, differs=bytes(row[1]) != payload)
 
 
 def _now_ms() -> int:
@@ -288,7 +282,7 @@ def _sqlite_append(conn: sqlite3.Connection, result: Result) -> Appended:
         row = conn.execute(SELECT_KEY, (result.table_id, result.smazzata)).fetchone()
         if row is not None:
             conn.execute("ROLLBACK")
-            return _existing(result.table_id, result.smazzata, row, result.payload)
+            return _existing(row, result.payload)
         offset = int(conn.execute(LOCK_HEAD).fetchone()[0]) + 1
         conn.execute(INSERT_RESULT, _insert_params(offset, result, _now_ms()))
         conn.execute(SET_HEAD, (offset,))
@@ -391,33 +385,46 @@ PG_SCHEMA = [
 ]
 MIGRATION_LOCK = 0x4D585343  # "MXSC": replicas starting together create the schema one at a time
 POOL_SIZE = 4
+CONNECT_TIMEOUT_S = 5
+
+
+class _StaleConnectionError(StoreUnavailableError):
+    """A pooled connection turned out dead (server restart, idle cut): worth one more try."""
 
 
 class _Pool:
     """A few autocommit connections, (re)opened on demand; psycopg_pool is not a dependency."""
 
     def __init__(self, url: str, size: int) -> None:
-        self._url = url
+        # libpq waits forever for an unreachable host unless the URL sets connect_timeout.
+        params = conninfo_to_dict(url)
+        params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+        params.setdefault("application_name", "machiavelox-scoring")  # in pg_stat_activity
+        self._conninfo = make_conninfo("", **params)
+        self._size = size
         self._idle: asyncio.Queue[PgConnection | None] = asyncio.Queue()
         for _ in range(size):
             self._idle.put_nowait(None)
 
     async def connect(self) -> PgConnection:
         try:
-            return await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+            return await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"PostgreSQL: {exc}") from exc
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[PgConnection]:
         conn = await self._idle.get()
+        reused = conn is not None and not conn.closed
         try:
-            if conn is None or conn.closed:
+            if not reused:
                 conn = None
                 conn = await self.connect()
+            assert conn is not None
             yield conn
         except psycopg.OperationalError as exc:
-            raise StoreUnavailableError(f"PostgreSQL: {exc}") from exc
+            error = _StaleConnectionError if reused else StoreUnavailableError
+            raise error(f"PostgreSQL: {exc}") from exc
         finally:
             if conn is not None and (
                     conn.broken or conn.info.transaction_status != TransactionStatus.IDLE):
@@ -425,6 +432,19 @@ class _Pool:
                     await conn.close()
                 conn = None
             self._idle.put_nowait(conn)
+
+    async def run(self, work: Callable[[PgConnection], Awaitable[T]]) -> T:
+        """`work` on a connection, again on another if a pooled one was dead (after a server
+        restart they all are; each dead one is dropped). `work` must be safe to repeat: reads
+        are, and so is an append (idempotent by key)."""
+        for _ in range(self._size):
+            try:
+                async with self.connection() as conn:
+                    return await work(conn)
+            except _StaleConnectionError:
+                continue
+        async with self.connection() as conn:  # by now a fresh connection
+            return await work(conn)
 
     async def close(self) -> None:
         while not self._idle.empty():
@@ -468,7 +488,11 @@ class PostgresStore:
     @staticmethod
     async def _subscribe(pool: _Pool, channel: str) -> PgConnection:
         conn = await pool.connect()
-        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        try:
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        except BaseException:
+            await conn.close()
+            raise
         return conn
 
     async def _listen(self, conn: PgConnection) -> None:
@@ -477,7 +501,7 @@ class PostgresStore:
             try:
                 async for _ in conn.notifies():
                     self._bell.ring()
-            except (psycopg.OperationalError, StoreUnavailableError) as exc:
+            except psycopg.Error as exc:
                 log.warning("results listener lost PostgreSQL, reconnecting: %s", exc)
             finally:
                 with contextlib.suppress(Exception):
@@ -487,46 +511,54 @@ class PostgresStore:
                 backoff_s = min(backoff_s * 2, 5.0)
                 try:
                     conn = await self._subscribe(self._pool, self._channel)
-                except (psycopg.OperationalError, StoreUnavailableError):
+                except (psycopg.Error, StoreUnavailableError):
                     continue
                 backoff_s = 0.1
                 self._bell.ring()  # whatever was stored while nobody listened
                 break
 
     async def append(self, result: Result) -> Appended:
-        async with self._pool.connection() as conn, conn.transaction():
+        appended = await self._pool.run(lambda conn: self._append(conn, result))
+        if appended.created:
+            self._bell.ring()  # local followers need not wait for the notification's round trip
+        return appended
+
+    async def _append(self, conn: PgConnection, result: Result) -> Appended:
+        async with conn.transaction():
             head = await (await conn.execute(LOCK_HEAD + " FOR UPDATE")).fetchone()
             assert head is not None
             cur = await conn.execute(_pg(SELECT_KEY), (result.table_id, result.smazzata))
             row = await cur.fetchone()
             if row is not None:
-                return _existing(result.table_id, result.smazzata, row, result.payload)
+                return _existing(row, result.payload)
             offset = int(head[0]) + 1
             await conn.execute(_pg(INSERT_RESULT), _insert_params(offset, result, _now_ms()))
             await conn.execute(_pg(SET_HEAD), (offset,))
             for statement, params in _aggregate_statements(result):
                 await conn.execute(_pg(statement), params)
             await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(offset)))
-        self._bell.ring()  # local followers need not wait for the notification's round trip
         return Appended(offset, created=True)
 
     async def read(self, from_offset: int, limit: int) -> list[StoredResult]:
-        async with self._pool.connection() as conn:
+        async def work(conn: PgConnection) -> list[StoredResult]:
             cur = await conn.execute(_pg(READ_FROM), (from_offset, limit))
             return _stored(await cur.fetchall())
+        return await self._pool.run(work)
 
     def follow(self, from_offset: int, until: asyncio.Event) -> AsyncIterator[StoredResult]:
         return tail(self.read, self._bell, from_offset, until, self._poll_s)
 
     async def leaderboard(self, limit: int) -> list[LeaderboardRow]:
-        async with self._pool.connection() as conn:
+        async def work(conn: PgConnection) -> list[LeaderboardRow]:
             cur = await conn.execute(_pg(TOP), (limit,))
             return _leaderboard_rows(await cur.fetchall())
+        return await self._pool.run(work)
 
     async def standings(self, table_id: str) -> Standings | None:
-        async with self._pool.connection() as conn:
+        async def work(conn: PgConnection) -> Standings | None:
             cur = await conn.execute(_pg(STANDINGS), (table_id,))
             return _standings(await cur.fetchone())
+        return await self._pool.run(work)
 
     async def close(self) -> None:
         self._listening.cancel()

@@ -1,0 +1,224 @@
+"""Fixtures for the scoring tests: a database per test (SQLite file or PostgreSQL schema) and
+real `machiavelox scoring` processes on loopback, stopped with SIGTERM and checked at teardown.
+
+PostgreSQL is the machine's server (MACHIAVELOX_TEST_PG_URL, default
+postgresql://root@127.0.0.1:5432/test); each test gets a fresh schema, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+from urllib.parse import quote
+
+import grpc
+import psycopg
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from psycopg import sql
+
+from machiavelox._gen.v1 import scoring_pb2_grpc
+
+if TYPE_CHECKING:  # the async stub type exists in the .pyi only
+    from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
+
+PG_URL = os.environ.get("MACHIAVELOX_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+SERVICE = "machiavelox.v1.ScoringService"
+READY_DEADLINE_S = 15.0
+STOP_DEADLINE_S = 15.0
+# While the process starts, the channel's connection attempts fail; gRPC's default backoff
+# (1 s and up) would then delay readiness by a second.
+FAST_RECONNECT = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_backoff_ms", 50),
+                  ("grpc.max_reconnect_backoff_ms", 200)]
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: str  # "sqlite" or "postgres"
+    url: str
+    schema: str = ""  # PostgreSQL: the test's schema, also the service's application_name
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        yield Backend("sqlite", f"sqlite:///{tmp_path / 'scoring.sqlite3'}")
+        return
+    schema = f"test_scoring_{secrets.token_hex(6)}"
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not reachable at {PG_URL}: {exc}")
+    with admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        try:
+            sep = "&" if "?" in PG_URL else "?"
+            options = quote(f"-csearch_path={schema}")
+            yield Backend("postgres",
+                          f"{PG_URL}{sep}options={options}&application_name={schema}", schema)
+        finally:
+            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ScoringProcess:
+    """One `machiavelox scoring` process and an asyncio channel to it."""
+
+    def __init__(self, url: str, workdir: Path, name: str, env: dict[str, str]) -> None:
+        self.url = url
+        self.workdir = workdir
+        self.name = name
+        self.extra_env = env
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.channel: grpc.aio.Channel | None = None
+        self.stub: ScoringServiceAsyncStub
+        self.log_paths: list[Path] = []
+
+    async def start(self) -> None:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
+        env.update({
+            "MACHIAVELOX_SCORING_HOST": "127.0.0.1",
+            "MACHIAVELOX_SCORING_PORT": str(port),
+            "MACHIAVELOX_SCORING_DATABASE_URL": self.url,
+            "MACHIAVELOX_DATA_DIR": str(self.workdir / "data"),
+            "MACHIAVELOX_GRACE_S": "3",
+            **self.extra_env,
+        })
+        log_path = self.workdir / f"{self.name}-{len(self.log_paths) + 1}.log"
+        self.log_paths.append(log_path)
+        with log_path.open("wb") as stderr:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "machiavelox.cli", "scoring"], env=env,
+                cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=stderr)
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=FAST_RECONNECT)
+        self.stub = cast("ScoringServiceAsyncStub",
+                         scoring_pb2_grpc.ScoringServiceStub(self.channel))
+        await self._wait_ready()
+
+    async def _wait_ready(self) -> None:
+        assert self.popen is not None and self.channel is not None
+        health = health_pb2_grpc.HealthStub(self.channel)
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while True:
+            if self.popen.poll() is not None:
+                pytest.fail(f"{self.name} exited with {self.popen.returncode} before it was "
+                            f"ready:\n{self.log_text()}")
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE),
+                                           timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{self.name} not healthy after {READY_DEADLINE_S} s:\n"
+                            f"{self.log_text()}")
+            await asyncio.sleep(0.05)
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_paths[-1].read_text(errors="replace") if self.log_paths else ""
+
+    def error_lines(self) -> list[str]:
+        """ERROR or CRITICAL records, tracebacks and gRPC core errors of the current run."""
+        bad = []
+        for line in self.log_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                if "Traceback" in line or line.startswith("E0") or "ERROR" in line:
+                    bad.append(line)
+                continue
+            if record.get("level") in ("ERROR", "CRITICAL"):
+                bad.append(line)
+        return bad
+
+    async def _close_channel(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+            self.channel = None
+
+    async def stop(self) -> None:
+        """SIGTERM; the process must exit 0 without having logged an error."""
+        assert self.popen is not None
+        popen = self.popen
+        if popen.poll() is None:
+            popen.send_signal(signal.SIGTERM)
+        try:
+            code = await asyncio.to_thread(popen.wait, STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait()
+            pytest.fail(f"{self.name} ignored SIGTERM for {STOP_DEADLINE_S} s:\n"
+                        f"{self.log_text()}")
+        finally:
+            await self._close_channel()
+        assert code == 0, f"{self.name} exited with {code}:\n{self.log_text()}"
+        assert self.error_lines() == [], f"{self.name} logged errors:\n{self.log_text()}"
+
+    async def kill(self) -> None:
+        """SIGKILL: a crash, nothing flushed or closed."""
+        assert self.popen is not None
+        self.popen.kill()
+        await asyncio.to_thread(self.popen.wait, STOP_DEADLINE_S)
+        await self._close_channel()
+
+    async def restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+
+Spawn = Callable[..., Awaitable[ScoringProcess]]
+
+
+@pytest.fixture
+async def spawn(backend: Backend, tmp_path: Path) -> AsyncIterator[Spawn]:
+    """Start scoring processes on the test's database; every running one is stopped and
+    checked at teardown."""
+    started: list[ScoringProcess] = []
+
+    async def start(**env: str) -> ScoringProcess:
+        proc = ScoringProcess(backend.url, tmp_path, f"scoring{len(started) + 1}",
+                              {f"MACHIAVELOX_{k.upper()}": v for k, v in env.items()})
+        started.append(proc)
+        await proc.start()
+        return proc
+
+    yield start
+    failures = []
+    for proc in started:
+        if proc.running:
+            try:
+                await proc.stop()
+            except AssertionError as exc:
+                failures.append(str(exc))
+        elif proc.channel is not None:
+            await proc._close_channel()
+    assert not failures, "\n".join(failures)
+
+
+@pytest.fixture
+async def scoring(spawn: Spawn) -> ScoringProcess:
+    return await spawn()
