@@ -39,7 +39,8 @@ def ensure_venv() -> None:
 
 
 def demo(args: list[str]) -> int:
-    return run(BIN / "machiavelox", "scenario", "tests/scenarios", *args)
+    rc = run(BIN / "machiavelox", "scenario", "tests/scenarios")
+    return rc or run(BIN / "machiavelox", "up", "--demo", "6", *args)
 
 
 def test(args: list[str]) -> int:
