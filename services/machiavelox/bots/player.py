@@ -36,13 +36,15 @@ class BotOutcome:
 
 class Bot:
     def __init__(self, name: str, gateway: grpc.aio.Channel, matchmaking: grpc.aio.Channel,
-                 interval_s: float = 0.2, max_game_s: float = 1800.0) -> None:
+                 interval_s: float = 0.2, max_game_s: float = 1800.0,
+                 record: list[gateway_pb2.PlayResponse] | None = None) -> None:
         self.name = name
         self.gateway = gateway_pb2_grpc.GatewayServiceStub(gateway)
         self.matchmaking = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.interval_s = interval_s
         self.max_game_s = max_game_s
         self._ids = itertools.count(1)
+        self.record = record  # every message received, when given (tests)
 
     async def run(self) -> BotOutcome:
         login = await self.gateway.Login(gateway_pb2.LoginRequest(player=self.name), timeout=10)
@@ -74,6 +76,8 @@ class Bot:
         pending: tuple[str, rules.Action] | None = None
         try:
             async for response in call:
+                if self.record is not None:
+                    self.record.append(response)
                 kind = response.WhichOneof("kind")
                 if kind == "snapshot":
                     view = response.snapshot.view

@@ -16,14 +16,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .processes import Proc, start
+from .processes import Proc, free_port, start
 
 KEY = "local-development-key-not-a-secret"
 
 
 def launch(base: int, data_dir: Path, logs: Path, time_scale: float) -> dict[str, Proc]:
-    ports = {"gateway": base, "shard-0": base + 101, "shard-1": base + 102,
-             "matchmaking": base + 200, "scoring": base + 300, "presence": base + 400}
+    """Start every service; `base` 0 picks free ports (tests)."""
+    names = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
+    if base:
+        ports = dict(zip(names, (base, base + 101, base + 102, base + 200, base + 300,
+                                 base + 400), strict=True))
+    else:
+        ports = {name: free_port() for name in names}
     common = {"MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_LOG_LEVEL": "INFO"}
     shards = f"shard-0=127.0.0.1:{ports['shard-0']},shard-1=127.0.0.1:{ports['shard-1']}"
     procs: dict[str, Proc] = {}

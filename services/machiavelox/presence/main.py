@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import sys
 
@@ -26,6 +25,7 @@ from .store import (
     PresenceStore,
     RedisPresenceStore,
     StoreUnavailableError,
+    stop_task,
     sweep_forever,
     wall_clock_ms,
 )
@@ -45,12 +45,14 @@ async def serve(settings: PresenceSettings, clock: Clock = wall_clock_ms) -> Non
     store = build_store(settings, hub)
     await store.start()
     sweeper: asyncio.Task[None] | None = None
+    stop_sweeping = asyncio.Event()
     try:
         servicer = PresenceServicer(store, hub, clock)
         service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                           [SERVICE_NAME], register(servicer))
-        sweeper = asyncio.create_task(sweep_forever(store, clock, settings.sweep_interval_s),
-                                      name="presence-sweeper")
+        sweeper = asyncio.create_task(
+            sweep_forever(store, clock, settings.sweep_interval_s, stop_sweeping),
+            name="presence-sweeper")
         log.info("presence store: %s, silence after %d ms",
                  "redis" if settings.redis_url else "memory", settings.silence_ms)
 
@@ -60,9 +62,8 @@ async def serve(settings: PresenceSettings, clock: Clock = wall_clock_ms) -> Non
         await run_until_signalled(service, "presence", before_stop=end_watches)
     finally:
         if sweeper is not None:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            stop_sweeping.set()
+            await stop_task(sweeper)
         await store.close()
 
 

@@ -29,7 +29,8 @@ watchers. Two stores:
   on reconnect and Redis confirms), the hub re-reads the state of every watched player and sends
   what each watcher missed, by the order keys. Clocks: each replica stamps with its own clock;
   replicas must be NTP-synchronised well within the silence threshold (a later stamp never moves
-  `seen` backwards: the scripts keep the maximum).
+  `seen` backwards: the scripts keep the maximum). Redis Cluster: the scripts touch a player's
+  hash and the alive set together, so the prefix must carry a hash tag (`{mxv}:`).
 """
 
 from __future__ import annotations
@@ -205,15 +206,27 @@ class PresenceStore(Protocol):
         ...
 
 
-async def sweep_forever(store: PresenceStore, clock: Clock, interval_s: float) -> None:
-    """Sweep every `interval_s` until cancelled; a store outage is logged and retried."""
-    while True:
+async def sweep_forever(store: PresenceStore, clock: Clock, interval_s: float,
+                        stop: asyncio.Event) -> None:
+    """Sweep every `interval_s` until `stop` is set; a store outage is logged and retried."""
+    while not stop.is_set():
         try:
             for change in await store.sweep(clock()):
                 log.info("player silent", extra={"player": change.player_id})
         except StoreUnavailableError as exc:
             log.warning("sweep failed: %s", exc)
-        await asyncio.sleep(interval_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)
+
+
+async def stop_task(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait until it ends, cancelling again if the cancellation was swallowed
+    (redis-py's asyncio client can absorb a cancellation that lands mid-command)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.2)
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s ended with %r", task.get_name(), task.exception())
 
 
 def _alive_now(last_seen_ms: int, now_ms: int, silence_ms: int) -> bool:
@@ -360,16 +373,26 @@ class RedisPresenceStore:
     def __init__(self, url: str, prefix: str, hub: LivenessHub, silence_ms: int) -> None:
         self.hub = hub
         self.silence_ms = silence_ms
-        self._url = url
         self._prefix = prefix
         self._alive_key = f"{prefix}alive"
         self.channel = f"{prefix}liveness"
-        self._redis = aioredis.Redis.from_url(url, decode_responses=True)
+        # Commands time out rather than hang on a dead connection; the subscription is pinged.
+        self._redis = aioredis.Redis.from_url(url, decode_responses=True, socket_timeout=5.0,
+                                              socket_connect_timeout=5.0,
+                                              health_check_interval=10,
+                                              client_name=self.client_name(prefix))
         self._heartbeat = self._redis.register_script(_HEARTBEAT)
         self._sweep = self._redis.register_script(_SWEEP)
         self._set_connected = self._redis.register_script(_SET_CONNECTED)
         self._listener: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
+        self._closing = False
+
+    @staticmethod
+    def client_name(prefix: str) -> str:
+        """How this store's connections appear in CLIENT LIST."""
+        return "machiavelox-presence:" + "".join(c if c.isalnum() or c in ":-_{}" else "_"
+                                                  for c in prefix)
 
     def player_key(self, player_id: str) -> str:
         return f"{self._prefix}p:{player_id}"
@@ -394,21 +417,20 @@ class RedisPresenceStore:
                                         ) from None
 
     async def close(self) -> None:
+        self._closing = True
         if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
+            await stop_task(self._listener)
             self._listener = None
         await self._redis.aclose()
 
     async def _listen(self) -> None:
         delay = 0.1
-        while True:
+        while not self._closing:
             pubsub = self._redis.pubsub()
             try:
                 await pubsub.subscribe(self.channel)
-                while True:
-                    message: dict[str, Any] | None = await pubsub.get_message(timeout=None)
+                while not self._closing:
+                    message: dict[str, Any] | None = await pubsub.get_message(timeout=1.0)
                     if message is None:
                         continue
                     if message["type"] == "subscribe":
@@ -418,9 +440,19 @@ class RedisPresenceStore:
                         self._subscribed.set()
                         delay = 0.1
                     elif message["type"] == "message":
-                        self.hub.publish(decode_change(message["data"]))
+                        try:
+                            change = decode_change(message["data"])
+                        except ValueError:
+                            log.warning("ignored a malformed message on %s: %r", self.channel,
+                                        message["data"])
+                            continue
+                        self.hub.publish(change)
             except (RedisError, StoreUnavailableError) as exc:
                 log.warning("redis subscription lost, retrying in %.1f s: %s", delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except Exception:  # a dead listener would silently starve every watcher
+                log.exception("redis listener failed, restarting in %.1f s", delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
             finally:

@@ -1,0 +1,123 @@
+"""The whole cluster in separate processes: bots queue, play to a winner, results flow."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from machiavelox._gen.v1 import gateway_pb2, scoring_pb2, scoring_pb2_grpc
+from machiavelox.bots.player import Bot
+from machiavelox.local.processes import Proc
+from machiavelox.local.up import launch, stop_all
+
+
+@pytest.fixture
+def full_cluster(tmp_path: Path) -> Iterator[dict[str, Proc]]:
+    procs = launch(0, tmp_path, tmp_path, time_scale=40.0)
+    yield procs
+    assert stop_all(procs) == [], "every service stops cleanly on SIGTERM"
+    for proc in procs.values():
+        errors = [r for r in proc.logs() if r.get("level") in ("ERROR", "CRITICAL")]
+        assert not errors, f"{proc.name} logged errors: {errors}"
+
+
+async def _subscribe(address: str, from_offset: int, want: int,
+                     timeout: float = 60) -> list[scoring_pb2.ResultRecord]:
+    out: list[scoring_pb2.ResultRecord] = []
+    async with grpc.aio.insecure_channel(address) as ch:
+        stream = scoring_pb2_grpc.ScoringServiceStub(ch).SubscribeResults(
+            scoring_pb2.SubscribeResultsRequest(from_offset=from_offset))
+
+        async def collect() -> None:
+            async for item in stream:
+                out.append(item.record)
+                if len(out) >= want:
+                    return
+
+        await asyncio.wait_for(collect(), timeout)
+        stream.cancel()
+    return out
+
+
+async def test_three_bots_play_to_the_end_and_results_flow(
+        full_cluster: dict[str, Proc]) -> None:
+    gw, mm = full_cluster["gateway"].address, full_cluster["matchmaking"].address
+    scoring = full_cluster["scoring"].address
+    live = asyncio.create_task(_subscribe(scoring, 1, 1))
+    records: dict[str, list[gateway_pb2.PlayResponse]] = {}
+    async with grpc.aio.insecure_channel(gw) as g, grpc.aio.insecure_channel(mm) as m:
+        bots = []
+        for name in ("ava", "ben", "cid"):
+            records[name] = []
+            bots.append(Bot(name, g, m, interval_s=0.05, max_game_s=240, record=records[name]))
+        outcomes = await asyncio.gather(*(b.run() for b in bots))
+    assert len({o.table_id for o in outcomes}) == 1, "the three are matched at one table"
+    results = [o.result for o in outcomes]
+    assert all(r is not None for r in results)
+    # the result reached scoring and a subscriber that was already listening
+    stored = await live
+    assert stored[0].result.table_id == outcomes[0].table_id
+    assert list(stored[0].result.result.scores) == list(results[0].scores)  # type: ignore[union-attr]
+    # a subscriber resuming from its offset gets every record exactly as stored
+    again = await _subscribe(scoring, stored[0].offset, 1)
+    assert again[0] == stored[0]
+    async with grpc.aio.insecure_channel(scoring) as ch:
+        board = await scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
+            scoring_pb2.GetLeaderboardRequest(limit=10), timeout=5)
+    assert {row.player_id for row in board.rows} == {"ava", "ben", "cid"}
+    assert sorted(row.points for row in board.rows) == sorted(results[0].scores)  # type: ignore[union-attr]
+    _check_no_hidden_cards(outcomes, records)
+
+
+def _check_no_hidden_cards(outcomes: list[object], records: dict[str, list[object]]) -> None:
+    """P5 across every message each player received in the match: another player's drawn card
+    is never shown; the own hand only ever holds cards the player drew itself."""
+    seats = {o.player: o.seat for o in outcomes}  # type: ignore[attr-defined]
+    drawn: dict[str, set[int]] = {name: set() for name in seats}
+    for name, messages in records.items():
+        me = seats[name] + 1
+        for msg in messages:
+            if msg.WhichOneof("kind") == "event" and msg.event.kind == "drew":  # type: ignore[attr-defined]
+                if msg.event.player == me:  # type: ignore[attr-defined]
+                    drawn[name].update(c.index for c in msg.event.cards)  # type: ignore[attr-defined]
+                else:
+                    assert not msg.event.cards, f"{name} saw another player's draw"  # type: ignore[attr-defined]
+    for name, messages in records.items():
+        for msg in messages:
+            if msg.WhichOneof("kind") == "snapshot":  # type: ignore[attr-defined]
+                hand = {c.index for c in msg.snapshot.view.hand}  # type: ignore[attr-defined]
+                assert hand <= drawn[name], f"{name}'s view shows cards it never drew"
+    seen_by = {name: {c.index for m in msgs for c in _cards(m)} for name, msgs in records.items()}
+    for name in seats:
+        others_draws = set().union(*(drawn[o] for o in seats if o != name))
+        leaked = others_draws & seen_by[name] - _public(records[name])
+        assert not leaked, f"{name} saw hidden cards {leaked}"
+
+
+def _cards(msg: object) -> list[object]:
+    kind = msg.WhichOneof("kind")  # type: ignore[attr-defined]
+    if kind == "event":
+        return list(msg.event.cards)  # type: ignore[attr-defined]
+    if kind == "snapshot":
+        return list(msg.snapshot.view.hand)  # type: ignore[attr-defined]
+    return []
+
+
+def _public(messages: list[object]) -> set[int]:
+    """Cards the player legitimately saw: on the table, in pozzetti, moved in public events."""
+    out: set[int] = set()
+    for msg in messages:
+        kind = msg.WhichOneof("kind")  # type: ignore[attr-defined]
+        if kind == "event" and msg.event.kind != "drew":  # type: ignore[attr-defined]
+            out.update(c.index for c in msg.event.cards)  # type: ignore[attr-defined]
+        elif kind == "snapshot":
+            v = msg.snapshot.view  # type: ignore[attr-defined]
+            out.update(tc.card.index for m in v.table for tc in m.cards)
+            out.update(c.index for s in v.seats for c in s.pozzetto)
+    return out
+
+
