@@ -25,9 +25,10 @@ watchers. Two stores:
   sweep on another replica no longer finds them. A heartbeat that finds its player still in the
   set but already past the threshold (no sweep ran yet) publishes the silence itself first.
 
-  Pub/sub delivers at most once; after the subscription is (re)established (redis-py resubscribes
-  on reconnect and Redis confirms), the hub re-reads the state of every watched player and sends
-  what each watcher missed, by the order keys. Clocks: each replica stamps with its own clock;
+  Only transitions are published, not every heartbeat (a heartbeat that changes nothing costs
+  one script call and no fan-out). Pub/sub delivers at most once; each time the subscription is
+  (re)established (Redis confirms it), the hub re-reads the state of every watched player and
+  sends what each watcher missed, by the order keys. Clocks: each replica stamps with its own clock;
   replicas must be NTP-synchronised well within the silence threshold (a later stamp never moves
   `seen` backwards: the scripts keep the maximum). Redis Cluster: the scripts touch a player's
   hash and the alive set together, so the prefix must carry a hash tag (`{mxv}:`).

@@ -1,0 +1,236 @@
+"""Fixtures: real `machiavelox presence` processes on loopback, and an isolated Redis prefix."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import grpc
+import pytest
+import redis
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+SERVICE = "machiavelox.v1.PresenceService"
+SILENCE_MS = 400
+"""Small, so tests are fast; the test heartbeats every 80 ms, a fifth of it."""
+
+
+def machiavelox_command() -> str:
+    beside = Path(sys.executable).parent / "machiavelox"
+    found = str(beside) if beside.exists() else shutil.which("machiavelox")
+    assert found, "the machiavelox command is not installed (pip install -e .)"
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def problems_in_log(text: str) -> list[str]:
+    """ERROR/CRITICAL records, and anything that looks like a crash, in a JSON-lines stderr."""
+    bad = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if "Traceback" in line or "ERROR" in line:
+                bad.append(line)
+            continue
+        if not isinstance(record, dict) or record.get("level") in ("ERROR", "CRITICAL"):
+            bad.append(line)
+    return bad
+
+
+@dataclass
+class Replica:
+    proc: subprocess.Popen[bytes]
+    port: int
+    stderr_path: Path
+    channel: grpc.aio.Channel
+    stub: presence_pb2_grpc.PresenceServiceAsyncStub
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+
+class Launcher:
+    """Starts presence processes with a common environment; stops and checks them at the end."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.env = env
+        self.replicas: list[Replica] = []
+
+    async def start(self, **extra: str) -> Replica:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
+        env.update(self.env)
+        env.update(extra)
+        env["MACHIAVELOX_PRESENCE_PORT"] = str(port)
+        env["MACHIAVELOX_PRESENCE_HOST"] = "127.0.0.1"
+        stderr_path = self.workdir / f"presence-{port}.stderr"
+        with stderr_path.open("wb") as err:
+            proc = subprocess.Popen([machiavelox_command(), "presence"], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        stub = cast("presence_pb2_grpc.PresenceServiceAsyncStub",
+                    presence_pb2_grpc.PresenceServiceStub(channel))
+        replica = Replica(proc, port, stderr_path, channel, stub)
+        self.replicas.append(replica)
+        await self._wait_serving(replica)
+        return replica
+
+    async def _wait_serving(self, replica: Replica, timeout_s: float = 20.0) -> None:
+        health = health_pb2_grpc.HealthStub(replica.channel)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if replica.proc.poll() is not None:
+                pytest.fail(f"presence exited with {replica.proc.returncode}:\n"
+                            f"{replica.stderr()}")
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE),
+                                           timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            await asyncio.sleep(0.05)
+        pytest.fail(f"presence not serving after {timeout_s} s:\n{replica.stderr()}")
+
+    async def stop(self, replica: Replica, timeout_s: float = 15.0) -> int:
+        """SIGTERM, wait, and return the exit code (killing it after `timeout_s`)."""
+        await replica.channel.close()
+        if replica.proc.poll() is None:
+            replica.proc.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.to_thread(replica.proc.wait, timeout_s)
+        except subprocess.TimeoutExpired:
+            replica.proc.kill()
+            replica.proc.wait()
+            pytest.fail(f"presence ignored SIGTERM for {timeout_s} s:\n{replica.stderr()}")
+
+    async def stop_all_and_check(self) -> None:
+        failures = []
+        for replica in self.replicas:
+            code = await self.stop(replica)
+            log = replica.stderr()
+            if code != 0:
+                failures.append(f"port {replica.port}: exit code {code}\n{log}")
+            bad = problems_in_log(log)
+            if bad:
+                failures.append(f"port {replica.port}: error lines\n" + "\n".join(bad))
+        if failures:
+            pytest.fail("\n\n".join(failures))
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix no other test uses; its keys are deleted afterwards."""
+    prefix = f"mxv-test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        keys = list(client.scan_iter(match=prefix + "*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+def redis_keys(prefix: str) -> list[str]:
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        return sorted(client.scan_iter(match=prefix + "*", count=1000))
+    finally:
+        client.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def backend_env(backend: str, redis_prefix: str) -> dict[str, str]:
+    env = {"MACHIAVELOX_PRESENCE_SILENCE_MS": str(SILENCE_MS),
+           "MACHIAVELOX_LOG_LEVEL": "INFO", "MACHIAVELOX_GRACE_S": "2"}
+    if backend == "redis":
+        env["MACHIAVELOX_PRESENCE_REDIS_URL"] = REDIS_URL
+        env["MACHIAVELOX_PRESENCE_KEY_PREFIX"] = redis_prefix
+    return env
+
+
+@pytest.fixture
+async def launcher(tmp_path: Path, backend_env: dict[str, str]) -> AsyncIterator[Launcher]:
+    launch = Launcher(tmp_path, backend_env)
+    try:
+        yield launch
+    finally:
+        await launch.stop_all_and_check()
+
+
+class ChangeStream:
+    """A WatchLiveness call read by a background task, so waiting with a timeout is safe."""
+
+    def __init__(self, call: Any) -> None:
+        self.call = call
+        self.queue: asyncio.Queue[presence_pb2.LivenessChange | BaseException | None] = (
+            asyncio.Queue())
+        self.task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        try:
+            async for reply in self.call:
+                await self.queue.put(reply.change)
+            await self.queue.put(None)
+        except BaseException as exc:  # handed to the test, including cancellation
+            await self.queue.put(exc)
+            raise
+
+    async def next(self, timeout_s: float = 5.0) -> presence_pb2.LivenessChange:
+        item = await asyncio.wait_for(self.queue.get(), timeout_s)
+        if isinstance(item, BaseException):
+            raise item
+        assert item is not None, "the watch stream ended"
+        return item
+
+    async def expect_end(self, timeout_s: float = 5.0) -> None:
+        item = await asyncio.wait_for(self.queue.get(), timeout_s)
+        if isinstance(item, BaseException):
+            raise item
+        assert item is None, f"expected the end of the stream, got {item}"
+
+    async def expect_nothing(self, for_s: float) -> None:
+        try:
+            item = await asyncio.wait_for(self.queue.get(), for_s)
+        except TimeoutError:
+            return
+        pytest.fail(f"unexpected item on the watch stream: {item}")
+
+    async def close(self) -> None:
+        self.call.cancel()
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)

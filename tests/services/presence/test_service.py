@@ -1,0 +1,214 @@
+"""The presence service as deployed: `machiavelox presence` processes, real gRPC on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from machiavelox._gen.v1 import presence_pb2
+
+from .conftest import (
+    SILENCE_MS,
+    ChangeStream,
+    Launcher,
+    Replica,
+    free_port,
+    machiavelox_command,
+    now_ms,
+    redis_keys,
+)
+
+BEAT_S = SILENCE_MS / 5 / 1000
+REASON_KEY = "machiavelox-reason"
+
+
+async def heartbeat(replica: Replica, player: str) -> int:
+    reply = await replica.stub.Heartbeat(presence_pb2.HeartbeatRequest(player_id=player),
+                                         timeout=5)
+    at: int = reply.at_ms
+    return at
+
+
+async def presence_of(replica: Replica, *players: str) -> list[presence_pb2.PlayerPresence]:
+    reply = await replica.stub.GetPresence(
+        presence_pb2.GetPresenceRequest(player_ids=list(players)), timeout=5)
+    return list(reply.players)
+
+
+@contextlib.asynccontextmanager
+async def watching(replica: Replica, *players: str) -> AsyncIterator[ChangeStream]:
+    stream = ChangeStream(replica.stub.WatchLiveness(
+        presence_pb2.WatchLivenessRequest(player_ids=list(players))))
+    try:
+        yield stream
+    finally:
+        await stream.close()
+
+
+class KeepAlive:
+    """Heartbeats a player every fifth of the silence threshold, like an app."""
+
+    def __init__(self, replica: Replica, player: str) -> None:
+        self.replica, self.player = replica, player
+        self.last_at = 0
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.last_at = await heartbeat(self.replica, self.player)
+            await asyncio.sleep(BEAT_S)
+
+    async def stop(self) -> int:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        return self.last_at
+
+
+def change(player: str, alive: bool, since_ms: int) -> presence_pb2.LivenessChange:
+    return presence_pb2.LivenessChange(player_id=player, alive=alive, since_ms=since_ms)
+
+
+async def test_heartbeat_then_get_presence(launcher: Launcher, backend: str,
+                                           redis_prefix: str) -> None:
+    replica = await launcher.start()
+    before = now_ms()
+    at = await heartbeat(replica, "ann")
+    assert before <= at <= now_ms()
+    ann, ghost = await presence_of(replica, "ann", "ghost")
+    assert (ann.player_id, ann.alive, ann.last_seen_ms, ann.connected) == ("ann", True, at, False)
+    assert (ghost.player_id, ghost.alive, ghost.last_seen_ms) == ("ghost", False, 0)
+    await asyncio.sleep(SILENCE_MS / 1000 + 0.1)
+    [ann] = await presence_of(replica, "ann")
+    assert (ann.alive, ann.last_seen_ms) == (False, at)  # silent, last sign of life kept
+    if backend == "redis":  # the state really is in Redis, under this test's prefix
+        assert f"{redis_prefix}p:ann" in redis_keys(redis_prefix)
+    else:
+        assert redis_keys(redis_prefix) == []
+
+
+async def test_watch_sends_the_state_then_silence_and_revival(launcher: Launcher) -> None:
+    replica = await launcher.start()
+    async with watching(replica, "bob", "cid") as stream:
+        first = [await stream.next(), await stream.next()]
+        assert first == [change("bob", False, 0), change("cid", False, 0)]  # never seen
+        keeper = KeepAlive(replica, "bob")
+        revived = await stream.next()
+        assert (revived.player_id, revived.alive) == ("bob", True)
+        await stream.expect_nothing(3 * SILENCE_MS / 1000)  # heartbeats keep bob alive
+        last_at = await keeper.stop()
+        silent = await stream.next(timeout_s=5 * SILENCE_MS / 1000)
+        assert silent == change("bob", False, last_at)  # silent since the last sign of life
+        assert now_ms() - last_at >= SILENCE_MS  # not before the threshold
+        back_at = await heartbeat(replica, "bob")
+        assert await stream.next() == change("bob", True, back_at)
+        assert await stream.next(timeout_s=5 * SILENCE_MS / 1000) == change("bob", False, back_at)
+        await stream.expect_nothing(2 * SILENCE_MS / 1000)  # each change once, nothing more
+    async with watching(replica, "bob") as late:  # a new watcher starts from the state
+        assert await late.next() == change("bob", False, back_at)
+
+
+async def test_set_connected_is_reflected(launcher: Launcher) -> None:
+    replica = await launcher.start()
+
+    async def connect(gateway: str, connected: bool) -> tuple[bool, str]:
+        await replica.stub.SetConnected(presence_pb2.SetConnectedRequest(
+            player_id="dee", gateway_id=gateway, connected=connected), timeout=5)
+        [dee] = await presence_of(replica, "dee")
+        assert (dee.alive, dee.last_seen_ms) == (False, 0)  # a connection is no heartbeat
+        return dee.connected, dee.gateway_id
+
+    assert await connect("gw-1", True) == (True, "gw-1")
+    assert await connect("gw-2", True) == (True, "gw-2")
+    assert await connect("gw-1", False) == (True, "gw-2")  # a late goodbye from gw-1
+    assert await connect("gw-2", False) == (False, "")
+
+
+async def test_invalid_player_ids_are_refused(launcher: Launcher) -> None:
+    replica = await launcher.start()
+    stub = replica.stub
+    too_long = "x" * 65
+    calls = {
+        "heartbeat empty": stub.Heartbeat(presence_pb2.HeartbeatRequest(player_id="")),
+        "heartbeat long": stub.Heartbeat(presence_pb2.HeartbeatRequest(player_id=too_long)),
+        "connected": stub.SetConnected(presence_pb2.SetConnectedRequest(
+            player_id=too_long, gateway_id="gw", connected=True)),
+        "get": stub.GetPresence(presence_pb2.GetPresenceRequest(player_ids=["ok", ""])),
+    }
+    for name, call in calls.items():
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await call
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, name
+        assert (REASON_KEY, "presence/invalid") in tuple(info.value.trailing_metadata()), name
+    async with watching(replica, "ok", too_long) as stream:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stream.next()
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (REASON_KEY, "presence/invalid") in tuple(info.value.trailing_metadata())
+    assert await heartbeat(replica, "y" * 64) > 0  # 64 characters is fine
+
+
+@pytest.mark.parametrize("backend", ["redis"])
+async def test_two_replicas_share_one_redis(launcher: Launcher) -> None:
+    a = await launcher.start()
+    b = await launcher.start()
+    async with watching(b, "eve") as on_b, watching(a, "eve") as on_a:
+        assert await on_b.next() == change("eve", False, 0)
+        assert await on_a.next() == change("eve", False, 0)
+        at = await heartbeat(a, "eve")
+        [eve] = await presence_of(b, "eve")
+        assert (eve.alive, eve.last_seen_ms) == (True, at)
+        assert await on_b.next() == change("eve", True, at)
+        assert await on_a.next() == change("eve", True, at)
+        # Both replicas sweep; exactly one of them reports the silence, each watcher sees it once.
+        assert await on_b.next(timeout_s=5 * SILENCE_MS / 1000) == change("eve", False, at)
+        assert await on_a.next() == change("eve", False, at)
+        back = await heartbeat(b, "eve")
+        assert await on_b.next() == change("eve", True, back)
+        assert await on_a.next() == change("eve", True, back)
+        await on_b.expect_nothing(SILENCE_MS / 1000 / 2)  # alive until the threshold
+        assert await on_b.next(timeout_s=5 * SILENCE_MS / 1000) == change("eve", False, back)
+        assert await on_a.next() == change("eve", False, back)
+        await on_b.expect_nothing(4 * SILENCE_MS / 1000)
+        await on_a.expect_nothing(0.05)
+    # Each silence was claimed by one sweep: two silences, two claims between both replicas.
+    claims = sum(line.count('"msg": "player silent"') for line in (a.stderr(), b.stderr()))
+    assert claims == 2
+
+
+@pytest.mark.parametrize("backend", ["memory"])
+async def test_sigterm_ends_watch_streams_and_exits_cleanly(launcher: Launcher) -> None:
+    replica = await launcher.start()
+    async with watching(replica, "fay") as stream:
+        await stream.next()
+        started = time.monotonic()
+        replica.proc.send_signal(signal.SIGTERM)
+        await stream.expect_end()  # ended with OK: the shard watches another replica
+        assert await asyncio.to_thread(replica.proc.wait, 10) == 0
+        assert time.monotonic() - started < 2.0  # did not wait out the grace period
+
+
+def test_bad_settings_refuse_to_start() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
+    env["MACHIAVELOX_PRESENCE_REDIS_URL"] = "127.0.0.1:6379"
+    run = subprocess.run([machiavelox_command(), "presence"], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 2
+    assert "MACHIAVELOX_PRESENCE_REDIS_URL" in run.stderr
+
+
+def test_unreachable_redis_fails_fast() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
+    env["MACHIAVELOX_PRESENCE_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"  # no Redis
+    env["MACHIAVELOX_PRESENCE_PORT"] = "0"
+    run = subprocess.run([machiavelox_command(), "presence"], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 1
+    assert "cannot start" in run.stderr
