@@ -121,3 +121,31 @@ def _public(messages: list[object]) -> set[int]:
     return out
 
 
+
+
+async def test_presence_drives_absence_at_the_table(full_cluster: dict[str, Proc]) -> None:
+    """A seated player who never shows a sign of life is reported silent by presence and the
+    shard's engine applies M11: abandoned after 90 s of table time (x40 here)."""
+    from machiavelox._gen.v1 import common_pb2, table_pb2, table_pb2_grpc
+    from tests.support.client import PlayClient, login
+
+    async with grpc.aio.insecure_channel(full_cluster["shard-0"].address) as ch:
+        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
+            table_pb2.CreateTableRequest(table_id="shard-0.absent", player_ids=["al", "bo", "cy"],
+                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)
+    async with grpc.aio.insecure_channel(full_cluster["gateway"].address) as ch:
+        al = PlayClient(ch, await login(ch, "al"))
+        al.open("shard-0.absent")
+        await al.next()
+        status = None
+        for _ in range(40):
+            al.send_raw(gateway_pb2.PlayRequest(heartbeat=gateway_pb2.Heartbeat()))
+            al.send_raw(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+            snap = await al.until(lambda r: r.WhichOneof("kind") == "snapshot")
+            status = snap.snapshot.view.seats[2].status
+            if status == common_pb2.PLAYER_STATUS_ABANDONED:
+                break
+            await asyncio.sleep(0.25)
+        assert status == common_pb2.PLAYER_STATUS_ABANDONED
+        assert snap.snapshot.view.seats[0].status == common_pb2.PLAYER_STATUS_ACTIVE
+        await al.close()

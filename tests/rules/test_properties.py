@@ -31,6 +31,7 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
+import pytest
 from hypothesis import event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -76,6 +77,10 @@ from .play import RandomPlayers, fits, leans, rearrangements, regular_subsets
 T = TypeVar("T")
 
 SETTINGS = settings(max_examples=60, stateful_step_count=60, deadline=None)
+
+# Passing takes seconds; a failure is then shrunk by Hypothesis for up to 5 minutes, which must
+# not be cut short by the suite's 300 s per-test timeout (the report would lose the example).
+pytestmark = pytest.mark.timeout(900)
 
 
 # --------------------------------------------------------------------------- explicit deals

@@ -71,6 +71,13 @@ class Bot:
 
         call = self.gateway.Play(gen(), metadata=metadata)
         requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)))
+
+        async def heartbeats() -> None:  # signs of life (M11.1), as an app sends them
+            while True:
+                await asyncio.sleep(1.0)
+                requests.put_nowait(gateway_pb2.PlayRequest(heartbeat=gateway_pb2.Heartbeat()))
+
+        beating = asyncio.create_task(heartbeats())
         actions = refusals = 0
         drew = direct = False
         pending: tuple[str, rules.Action] | None = None
@@ -111,5 +118,6 @@ class Bot:
                 elif kind == "event" and response.event.kind in ("ended", "match-ended"):
                     requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
         finally:
+            beating.cancel()
             call.cancel()
         return BotOutcome(self.name, table_id, seat, None, actions, refusals)

@@ -12,20 +12,26 @@ from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 
 from .auth import HmacTokens
 from .links import ShardLinks
+from .presence import PresenceReporter
 from .service import Gateway
 from .settings import GatewaySettings
 
 
 async def serve(settings: GatewaySettings) -> None:
     links = ShardLinks(settings.shards, settings.shard_template)
-    servicer = Gateway(HmacTokens(settings.token_key), links)
+    presence = PresenceReporter(settings.presence, settings.gateway_id)
+    servicer = Gateway(HmacTokens(settings.token_key), links, presence)
 
     def register(server: grpc.aio.Server) -> None:
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                       ["machiavelox.v1.GatewayService"], register)
-    await run_until_signalled(service, "gateway", after_stop=links.close)
+    async def after_stop() -> None:
+        await links.close()
+        await presence.close()
+
+    await run_until_signalled(service, "gateway", after_stop=after_stop)
 
 
 def main(argv: list[str]) -> int:

@@ -14,14 +14,17 @@ from machiavelox.platform.errors import ServiceError, invalid_argument
 
 from .auth import HmacTokens, authenticate
 from .links import Session, ShardLinks
+from .presence import PresenceReporter
 
 log = logging.getLogger(__name__)
 
 
 class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
-    def __init__(self, tokens: HmacTokens, links: ShardLinks) -> None:
+    def __init__(self, tokens: HmacTokens, links: ShardLinks,
+                 presence: PresenceReporter | None = None) -> None:
         self.tokens = tokens
         self.links = links
+        self.presence = presence or PresenceReporter("", "")
 
     async def Login(self, request: gateway_pb2.LoginRequest,
                     context: Any) -> gateway_pb2.LoginResponse:
@@ -41,6 +44,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
         session = Session(player, first.join.table_id, first.join.last_seq)
         link = self.links.for_table(session.table_id)
         link.subscribe(session)
+        self.presence.connected(player, True)
         reader = asyncio.create_task(self._read(request_iterator, session, link))
         try:
             async for response in session.responses():
@@ -52,12 +56,15 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
             link.unsubscribe(session)
+            self.presence.connected(player, False)
 
     async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
                     link: Any) -> None:
         try:
             async for request in requests:
                 kind = request.WhichOneof("kind")
+                if kind in ("action", "heartbeat"):
+                    self.presence.sign_of_life(session.player_id)
                 if kind == "action":
                     codec.action_from_pb(rules.Seat.P1, request.action.action)  # validates
                     link.send(table_pb2.GatewayItem(

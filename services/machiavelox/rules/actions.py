@@ -118,9 +118,11 @@ class Abandon:
 @dataclass(frozen=True, slots=True)
 class Liveness:
     """Presence input (M11): `alive=True` is a sign of life and continuous presence from now;
-    `alive=False` means no more signs of life from now on (the absence clock runs)."""
+    `alive=False` means no more signs of life (the absence clock runs) since `since_ms`, the
+    last sign of life in table time (default: now; never before the start, M11.5)."""
     player: Seat
     alive: bool
+    since_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

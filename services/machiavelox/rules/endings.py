@@ -231,10 +231,13 @@ def abandon_action(t: Table, a: A.Abandon) -> list[Event]:
 def liveness(t: Table, a: A.Liveness) -> list[Event]:
     """Presence input (M11.1): accepted in every phase from every seat; no events."""
     ps = t.players[a.player]
-    ps.last_sign_ms = t.now_ms
+    since = t.now_ms
+    if not a.alive and a.since_ms is not None:
+        since = min(t.now_ms, max(a.since_ms, t.start_ms))
+    ps.last_sign_ms = since
     ps.silent = not a.alive
     if ps.silent and absence_may_run(t, ps):
-        ps.absence_since_ms = t.now_ms
+        ps.absence_since_ms = since
     elif not ps.silent:
         ps.absence_since_ms = None
     return []

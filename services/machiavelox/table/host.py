@@ -47,8 +47,11 @@ class TableHost:
 
     # ------------------------------------------------------------------ time
     def table_ms(self, wall_ms: int) -> int:
-        elapsed = int((wall_ms - self.origin_ms) * self.time_scale)
-        return max(elapsed, self.match.now_ms)
+        """The table's time now (never backwards)."""
+        return max(self.to_table_ms(wall_ms), self.match.now_ms)
+
+    def to_table_ms(self, wall_ms: int) -> int:
+        return int((wall_ms - self.origin_ms) * self.time_scale)
 
     def next_wall_deadline(self) -> int | None:
         at = self.match.next_deadline()

@@ -12,6 +12,7 @@ from machiavelox._gen.v1 import table_pb2_grpc
 from machiavelox.platform import logs
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 
+from .presence import PresenceWatcher
 from .reporting import ScoringReporter
 from .service import TableAuthority
 from .settings import TableSettings
@@ -27,6 +28,7 @@ async def serve(settings: TableSettings) -> None:
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
                   settings.time_scale)
     servicer = TableAuthority(shard)
+    watcher = PresenceWatcher(settings.presence, shard)
 
     def register(server: grpc.aio.Server) -> None:
         table_pb2_grpc.add_TableAuthorityServiceServicer_to_server(servicer, server)
@@ -34,8 +36,10 @@ async def serve(settings: TableSettings) -> None:
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                       ["machiavelox.v1.TableAuthorityService"], register)
     timers = asyncio.create_task(shard.run_timers())
+    watcher.start()
 
     async def after_stop() -> None:
+        await watcher.close()
         timers.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await timers

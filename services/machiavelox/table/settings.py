@@ -6,7 +6,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from machiavelox.platform.settings import env_float, env_int, env_str
+from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class TableSettings:
     port: int  # MACHIAVELOX_TABLE_PORT
     capacity: int  # MACHIAVELOX_TABLE_CAPACITY: most tables in play at once
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = results are only logged)
+    presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = liveness only from gateways)
     time_scale: float  # MACHIAVELOX_TABLE_TIME_SCALE: 1 in production; > 1 speeds up demos
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
@@ -28,7 +29,14 @@ class TableSettings:
             port=env_int("TABLE_PORT", 7100, minimum=0),
             capacity=env_int("TABLE_CAPACITY", 2000, minimum=1),
             scoring=env_str("SCORING_ADDRESS", ""),
-            time_scale=env_float("TABLE_TIME_SCALE", 1.0),
+            presence=env_str("PRESENCE_ADDRESS", ""),
+            time_scale=_positive(env_float("TABLE_TIME_SCALE", 1.0)),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )
+
+
+def _positive(scale: float) -> float:
+    if scale <= 0:
+        raise SettingsError("MACHIAVELOX_TABLE_TIME_SCALE must be positive")
+    return scale

@@ -78,6 +78,7 @@ class Shard:
         self._deadlines: list[tuple[int, str]] = []
         self._wake = asyncio.Event()
         self._reports: set[asyncio.Task[None]] = set()
+        self.players_changed = asyncio.Event()  # a table was added: presence watches anew
 
     # ------------------------------------------------------------------ load
     @property
@@ -109,6 +110,7 @@ class Shard:
         self.tables[table_id] = host
         self.subs[table_id] = {}
         self._schedule(host)
+        self.players_changed.set()
         log.info("table created", extra={"table_id": table_id, "shard_id": self.shard_id})
         return host
 
@@ -159,6 +161,15 @@ class Shard:
             task = asyncio.create_task(self.report(host, number, result))
             self._reports.add(task)
             task.add_done_callback(self._reports.discard)
+
+    def liveness(self, player_id: str, alive: bool, since_wall_ms: int) -> None:
+        """A presence change for every table in play that seats the player (M11)."""
+        for host in self.tables.values():
+            if host.finished or player_id not in host.seats:
+                continue
+            since = host.to_table_ms(since_wall_ms) if since_wall_ms else None
+            action = rules.Liveness(host.seats[player_id], alive, since)
+            self._after(host, host.apply(player_id, action, self.clock()).events)
 
     # ------------------------------------------------------------------ gateway items
     def drop_link(self, link: GatewayLink) -> None:

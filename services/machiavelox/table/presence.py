@@ -1,0 +1,78 @@
+"""Liveness from the presence service into the tables (M11: the engine applies the rules).
+
+One WatchLiveness stream per shard covers every player seated at a table in play here; when
+the set of players changes the stream is reopened (the service sends the current state first,
+so nothing falls between two streams). A change becomes a `Liveness` action at every table in
+play that seats the player, with the last sign of life converted to that table's time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import grpc
+
+from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+
+from .shard import Shard
+
+log = logging.getLogger(__name__)
+
+
+class PresenceWatcher:
+    def __init__(self, address: str, shard: Shard, retry_s: float = 1.0) -> None:
+        self.address = address
+        self.shard = shard
+        self.retry_s = retry_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.address and self._task is None:
+            self._task = asyncio.create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def _players(self) -> set[str]:
+        return {p for host in self.shard.tables.values() if not host.finished
+                for p in host.players}
+
+    async def _run(self) -> None:
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            stub = presence_pb2_grpc.PresenceServiceStub(channel)
+            while True:
+                players = self._players()
+                if not players:
+                    await self.shard.players_changed.wait()
+                    self.shard.players_changed.clear()
+                    continue
+                self.shard.players_changed.clear()
+                call = stub.WatchLiveness(presence_pb2.WatchLivenessRequest(
+                    player_ids=sorted(players)))
+                watching = asyncio.create_task(self._consume(call))
+                changed = asyncio.create_task(self.shard.players_changed.wait())
+                await asyncio.wait({watching, changed}, return_when=asyncio.FIRST_COMPLETED)
+                call.cancel()
+                for task in (watching, changed):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                        await task
+                if watching.done() and not changed.done():
+                    await asyncio.sleep(self.retry_s)  # the stream broke: try again
+
+    async def _consume(self, call: grpc.aio.UnaryStreamCall) -> None:
+        try:
+            async for item in call:
+                change = item.change
+                self.shard.liveness(change.player_id, change.alive, change.since_ms)
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.CANCELLED:
+                log.warning("presence stream broken: %s", err.code().name)
+
+
+
