@@ -73,6 +73,7 @@ class Board:
     applied: set[int] = field(default_factory=set)  # seqs of the ops applied on this board
     born: set[int] = field(default_factory=set)  # every id that existed on this board
     last_op: dict[Card, int] = field(default_factory=dict)  # card -> seq of its last live op
+    halves: dict[int, list[int]] = field(default_factory=dict)  # meld -> halves split off it
 
     def copy(self) -> Board:
         return Board(
@@ -83,6 +84,7 @@ class Board:
             applied=set(self.applied),
             born=set(self.born),
             last_op=dict(self.last_op),
+            halves={k: list(v) for k, v in self.halves.items()},
         )
 
     # -- queries -------------------------------------------------------------------------
@@ -126,15 +128,13 @@ class Board:
             r = self.resolve(x)
             if r in self.melds:
                 out.add(r)
-        for mid in self.melds:
-            if mid in out or mid not in self.parents:
-                continue
-            m = mid
-            while m in self.parents:  # a half split off a touched meld
-                m = self.parents[m]
-                if m in ids:
-                    out.add(mid)
-                    break
+        stack = [x for x in ids if x in self.halves]
+        while stack:  # halves split off a touched meld, and theirs
+            for half in self.halves[stack.pop()]:
+                if half in self.melds:
+                    out.add(half)
+                if half in self.halves:
+                    stack.append(half)
         return out
 
     # -- changes -------------------------------------------------------------------------
@@ -158,6 +158,7 @@ class Board:
         low, high = halves
         self.melds[mid] = low
         self.new_meld(split_id, high)
+        self.halves.setdefault(mid, []).append(split_id)
         return [mid, split_id]
 
     def add(self, card: Card, meld_id: int, split_id: int) -> list[int]:
@@ -177,6 +178,7 @@ class Board:
         low, high = halves
         self.melds[mid] = low
         self.new_meld(split_id, high)
+        self.halves.setdefault(mid, []).append(split_id)
         return [split_id]
 
     def apply(self, op: Op) -> list[int]:

@@ -132,7 +132,8 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
         if t.phase is Phase.FROZEN:
             cal.consolidate_ms = None  # its clock starts when the freeze ends
             cal.consolidate_left_ms = CONSOLIDATION_MS
-        rejudge(t, cal)
+        if needs_check:  # the table changed since the last judgement: judge what is left
+            rejudge(t, cal)
         for seq in cal.ops:
             t.ops[seq].needs = cal.needs.get(seq, frozenset())
         if any(t.ops[s].kind is OpKind.DIRECT for s in cal.ops):
