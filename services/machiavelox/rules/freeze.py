@@ -42,7 +42,7 @@ def stop(t: Table, a: A.Stop) -> list[Event]:
         if cal is not None and cal.deadline_ms is not None:
             cal.suspended_left_ms = max(0, cal.deadline_ms - t.now_ms)
             cal.deadline_ms = None
-    for cal in t.calate.values():
+    for cal in [t.calate[c] for c in t.unsettled]:
         if cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
             cal.consolidate_left_ms = max(0, cal.consolidate_ms - t.now_ms)
             cal.consolidate_ms = None
@@ -93,7 +93,7 @@ def end_freeze(t: Table) -> list[Event]:
         if cal is not None:
             cal.deadline_ms = t.now_ms + CALATA_MS
             cal.suspended_left_ms = None
-    for cal in t.calate.values():
+    for cal in [t.calate[c] for c in t.unsettled]:
         if cal.status is CalataStatus.CONFIRMED and cal.consolidate_left_ms is not None:
             cal.consolidate_ms = t.now_ms + cal.consolidate_left_ms
             cal.consolidate_left_ms = None

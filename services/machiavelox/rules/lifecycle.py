@@ -31,6 +31,7 @@ def open_calata(t: Table, ps: PlayerState) -> list[Event]:
     deadline = None if stop else t.now_ms + CALATA_MS
     cal = Calata(t.next_calata_id(), ps.seat, t.now_ms, deadline, is_stop=stop)
     t.calate[cal.id] = cal
+    t.unsettled.add(cal.id)
     ps.calata = cal.id
     return [Event("calata-opened", t.now_ms, ps.seat)]
 
@@ -112,6 +113,7 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
     pingpong.calata_ended(t, cal)
     if not cal.ops:
         cal.status = CalataStatus.FELL
+        t.unsettled.discard(cal.id)
         out.append(Event("void", t.now_ms, ps.seat, detail=reason))
         return out + after_conclusion(t, ps, cal, confirmed=False)
     own_before = list(cal.ops)
@@ -140,6 +142,7 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
             ps.direct_meld_calate.add(cal.id)  # M8.2(2)
     else:
         cal.status = CalataStatus.FELL
+        t.unsettled.discard(cal.id)
     kind = "failed" if fallen_own or not cal.ops else "confirmed"
     out.append(Event(kind, t.now_ms, ps.seat, cards=tuple(fallen_own), detail=reason))
     return out + after_conclusion(t, ps, cal, confirmed=bool(cal.ops))
@@ -176,6 +179,7 @@ def annulla(t: Table, cal: Calata) -> list[Event]:
         out += commit(t, plan, cause=cal)
     out += return_pozzetto(t, ps)
     cal.status = CalataStatus.FELL
+    t.unsettled.discard(cal.id)
     out.append(Event("cancelled", t.now_ms, ps.seat))
     return out + after_conclusion(t, ps, cal, confirmed=False)
 
@@ -213,7 +217,8 @@ def commit(t: Table, plan: UndoPlan, cause: Calata) -> list[Event]:
             continue
         cards = tuple(c for op in reversed(ops) for c in op.cards)
         if cal.status is CalataStatus.CONFIRMED:
-            cal.status = CalataStatus.FELL  # M5.5.5, M5.5.7: as if it never happened
+            cal.status = CalataStatus.FELL
+            t.unsettled.discard(cal.id)  # M5.5.5, M5.5.7: as if it never happened
             t.players[cal.player].direct_meld_calate.discard(cal.id)
         elif cal.status is CalataStatus.OPEN:
             rejudge(t, cal)

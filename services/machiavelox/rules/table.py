@@ -68,6 +68,7 @@ class Table:
         self.ops: dict[int, Op] = {}  # live ops by seq
         self.live: list[int] = []  # live op seqs, in arrival order
         self.calate: dict[int, Calata] = {}
+        self.unsettled: set[int] = set()  # calate open or confirmed: the ones with timers
         self._next_seq = 1
         self._next_calata = 1
         self.phase = Phase.PLAYING
@@ -235,6 +236,7 @@ class Table:
         out: list[Event] = []
         for c in sorted(group, key=lambda c: (c.concluded_ms or 0, c.id)):
             c.status = CalataStatus.CONSOLIDATED
+            self.unsettled.discard(c.id)
             c.consolidate_ms = None
             out.append(Event("consolidated", self.now_ms, c.player))
         while self.live and self.calate[self.ops[self.live[0]].calata].status is \

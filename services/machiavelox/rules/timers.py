@@ -42,7 +42,8 @@ def all_timers(table: Table) -> list[Timer]:
             out.append(_timer(ps.hold.deadline_ms, "hold", int(ps.seat)))
         if ps.in_play and ps.absence_since_ms is not None:
             out.append(_timer(ps.absence_since_ms + ABANDON_MS, "absence", int(ps.seat)))
-    for cal in table.calate.values():
+    for cid in table.unsettled:  # the calate open or confirmed
+        cal = table.calate[cid]
         if cal.status is CalataStatus.OPEN and cal.deadline_ms is not None:
             out.append(_timer(cal.deadline_ms, "calata", cal.id))
         elif cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
