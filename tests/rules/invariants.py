@@ -2,7 +2,11 @@
 
 Each check raises AssertionError with a message naming the rule it protects. `check_all` runs
 every check that holds at any moment of a game; `assert_refusal_changed_nothing` is the check
-around a refused action.
+around a refused action; `check_settles` is a liveness check (M5.5.8) run on a copy.
+
+A `Snapshot` compares everything observable plus every attribute of the table, generically, so
+that new engine state is covered without changing the tests. A pure cache added to `Table`
+(one that may legitimately differ between a table and its replay) belongs in `_SEPARATE`.
 """
 
 from __future__ import annotations
@@ -119,7 +123,8 @@ def assert_refusal_changed_nothing(before: Snapshot, table: Table, what: object)
 # --------------------------------------------------------------------------- the checks
 def check_cards_in_one_place(table: Table) -> None:
     """M1.1 (and M1.2-M1.3, M4): each of the 104 physical cards is in exactly one place:
-    removed, out of play (explicit deals), a tallone, a hand, a pozzetto or one table meld;
+    removed, out of play (explicit deals), a tallone, a hand, a pozzetto, the tiebreak's common
+    pozzetto (M10.2) or one table meld;
     `board.where` indexes `board.melds` exactly; a held card is a table card (M6.1)."""
     places: Counter[Card] = Counter()
     dealt = table.deal.all_dealt()

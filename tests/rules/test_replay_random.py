@@ -1,17 +1,25 @@
-"""Random simulation: many short games of three random agents, seeded with `random.Random`.
+"""Random simulation: many short games of three random players, seeded with `random.Random`.
 
-Each game is a full shuffled deal (M1.2-M1.4) or a small explicit position with consolidated
-melds on the table; at every step one agent acts at the current server time (M2.1: no turns),
-with time passing between steps. At the end of each game the engine's invariants must hold
-(`invariants.check_all`: M1.1 cards in one place, M3/M5.4 untouched melds regular, replay of
-the log, live board = replay of live ops, P5 views), and a second run with the same seed must
-produce the same events (the engine is deterministic: rules/__init__.py).
+Each game is a full shuffled deal (M1.2-M1.4, after a few opening draws) or a small explicit
+position with consolidated melds on the table; at every step one of the players
+(`play.RandomPlayers`) acts, at server times that advance irregularly (M2.1: no turns; timers fire
+inside `apply`). At the end of each game:
+- the engine's invariants hold (`invariants.check_all`: M1.1 cards in one place, M3/M5.4
+  melds untouched by open calate regular, replay of (deal, log), live board = replay of the
+  live ops, P5 views). Refused actions are not logged, so one that changed the table shows up
+  as a replay mismatch;
+- left alone for 81 s, every calata concludes and becomes definitive (M5.0.1, M5.5.8);
+- a second run with the same seed produces the same events (determinism).
+Failures are collected over all games and reported together with their seeds, to be replayed
+with `play_game(seed)`.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+
+import pytest
 
 from machiavelox.rules import (
     ALL_CARDS,
@@ -148,6 +156,7 @@ def check_game(seed: int) -> tuple[Game, str | None]:
     return game, None
 
 
+@pytest.mark.timeout(900)  # ~20 s; an engine that livelocks its timers makes it far slower
 def test_random_games_keep_the_invariants_and_replay_identically() -> None:
     """200 seeded games: invariants at the end of each (and M5.5.8: left alone, everything
     settles); the same seed gives the same events. Failures are collected over all games and

@@ -124,11 +124,13 @@ class Board:
                 mid = where.get(c)
                 if mid is not None:
                     out.add(mid)
+        roots = set(ids)
         for x in ids:
             r = self.resolve(x)
+            roots.add(r)
             if r in self.melds:
                 out.add(r)
-        stack = [x for x in ids if x in self.halves]
+        stack = [x for x in roots if x in self.halves]
         while stack:  # halves split off a touched meld, and theirs
             for half in self.halves[stack.pop()]:
                 if half in self.melds:

@@ -14,6 +14,7 @@ from .cards import Card
 from .chain import UndoPlan, plan_undo
 from .events import Event
 from .judge import judge
+from .melds import is_regular
 from .state import CALATA_MS, CONSOLIDATION_MS, INACTIVITY_MS, Calata, CalataStatus, Phase
 
 if TYPE_CHECKING:
@@ -145,7 +146,24 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
         t.unsettled.discard(cal.id)
     kind = "failed" if fallen_own or not cal.ops else "confirmed"
     out.append(Event(kind, t.now_ms, ps.seat, cards=tuple(fallen_own), detail=reason))
+    if cal.ops:
+        out += _settle_races(t, cal)
     return out + after_conclusion(t, ps, cal, confirmed=bool(cal.ops))
+
+
+def _settle_races(t: Table, cal: Calata) -> list[Event]:
+    """Two calate confirmed for the same place (two 8♦ for one slot, two cards taken out of
+    one set of four) leave a meld irregular although each was judged in order, the other's
+    work being on trial (M5.4.3). The first to arrive keeps it: fastest wins (M6.4); the later
+    confirmed calata touching the meld was beaten on time and falls (M5.5.4 wound rule)."""
+    touched = t.board.melds_touched(t.ops[s] for s in cal.ops)
+    if all(is_regular(t.board.melds[m]) for m in touched):
+        return []
+    plan = plan_undo(t, set(), concluding=None)
+    why = f"beaten on time: the calata of {cal.player} came first to the same place (M6.4)"
+    if not plan.fallen:
+        return []
+    return commit(t, plan, cause=cal, why=why, cause_reported=False)
 
 
 def after_conclusion(t: Table, ps: PlayerState, cal: Calata, confirmed: bool) -> list[Event]:
@@ -184,7 +202,8 @@ def annulla(t: Table, cal: Calata) -> list[Event]:
     return out + after_conclusion(t, ps, cal, confirmed=False)
 
 
-def commit(t: Table, plan: UndoPlan, cause: Calata) -> list[Event]:
+def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
+           cause_reported: bool = True) -> list[Event]:
     """Make an undo plan the table: cards go back, calate lose what fell, events (M5.5.7-8)."""
     if not plan.fallen:
         return []
@@ -213,17 +232,20 @@ def commit(t: Table, plan: UndoPlan, cause: Calata) -> list[Event]:
             out.append(release_hold(t, ps, "released"))
     for cid, ops in hit.items():
         cal = t.calate[cid]
-        if cal is cause:
-            continue
+        if cal is cause and cause_reported:
+            continue  # the cause reports its own outcome (failed, cancelled)
         cards = tuple(c for op in reversed(ops) for c in op.cards)
         if cal.status is CalataStatus.CONFIRMED:
             cal.status = CalataStatus.FELL
             t.unsettled.discard(cal.id)  # M5.5.5, M5.5.7: as if it never happened
             t.players[cal.player].direct_meld_calate.discard(cal.id)
         elif cal.status is CalataStatus.OPEN:
-            rejudge(t, cal)
+            pass  # judged again below, with every open calata
         out.append(Event("chain", t.now_ms, cal.player, by=cause.player, cards=cards,
-                         detail=f"undone because the calata of {cause.player} failed"))
+                         detail=why or f"undone because the calata of {cause.player} failed"))
+    for other in list(t.open_calate()):  # the table changed under every open calata
+        if other is not cause:
+            rejudge(t, other)
     return out
 
 

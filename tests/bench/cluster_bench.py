@@ -1,0 +1,1153 @@
+"""Latency and capacity of the gateway + shard path, on this machine (a script, not a test).
+
+    .venv/bin/python tests/bench/cluster_bench.py [--quick] [--loadgens N] [--steps 25,50,...]
+                                                  [--step-s S] [--profile DIR]
+
+Three measurements in one run, every process real and on loopback:
+
+(a) The floor: a raw two-hop gRPC echo (tests/bench/echo_server.py): this client -> a
+    forwarding process that holds ONE multiplexed bidirectional stream to -> an echo server.
+    Raw bytes of an action's size, one request at a time over a long-lived stream; p50/p99 of
+    the round trip after a warm-up.
+(b) A real action through a gateway and a shard (`machiavelox gateway`, `machiavelox table`,
+    started with `machiavelox.local.processes.start`): a client on a Play stream sends an
+    action (alternately Declare and Undeclare of a card it drew, which never runs out) and times
+    until BOTH its Ack and the first event the action produced are back. Twice: alone at the
+    table (b1), and with the two other seats joined from another process (b2, every event fans
+    out to three sessions, as in a real game). Ratios (b)/(a) at p50 and p99; target p50 <= 1.25.
+(c) Capacity of ONE shard process behind ONE gateway: load-generator processes (this script
+    with `--role loadgen`) hold three Play streams per table, raw gRPC with bytes, many streams
+    per connection, and every player acts about once a second (open loop, at most 5 actions
+    outstanding). Tables ramp in steps; each step is held and measured; per step: tables,
+    players, actions/s achieved against the target, p50/p99 of the round trip (an action still
+    unanswered 1 s after the window counts at its age), and CPU% of every process from
+    /proc/<pid>/stat over the window (and of the whole machine, 200% = both cores). The ramp
+    stops at the first step past 50 ms p99 or below 90% of the actions/s target, then bisects
+    between the last step that held and that one. Target: >= 1000 tables.
+
+`--profile DIR` also runs `py-spy record` (if installed: `.venv/bin/pip install py-spy`) on the
+shard and the gateway during every step's window and prints their hottest functions; sampling
+costs some CPU, so take the figures from a run without it.
+
+Every process it starts stops by itself: the helpers exit when their standard input closes
+and after a maximum lifetime; the services get SIGTERM at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import queue
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox.gateway.auth import HmacTokens
+from machiavelox.local.processes import Proc, free_port, start
+
+HERE = Path(__file__).resolve().parent
+KEY = "bench-key-0123456789abcdef"
+PLAY = "/machiavelox.v1.GatewayService/Play"
+ECHO = "/bench.Echo/Stream"
+SHARD = "shard-0"
+P99_LIMIT_MS = 50.0
+RATE_FLOOR = 0.90  # a step holds when it achieves at least this share of its actions/s target
+MAX_OUTSTANDING = 5  # per player: past this the generator skips a beat (and counts it)
+MAX_HELPER_S = 3600.0  # every helper process exits by itself after this
+DISTURBED = 20.0  # CPU% of other processes past which a measurement counts as disturbed
+QUIET_WAIT_S = 120.0  # the longest the bench waits for a quiet machine before a measurement
+RETRIES = 2  # a capacity step that failed while disturbed is measured again, this many times
+REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
+
+# The first byte of a serialized PlayResponse names its oneof field (field << 3 | 2).
+SNAPSHOT, EVENT, ACK, REFUSED = 0x0A, 0x12, 0x1A, 0x22
+PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
+AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
+LAST_KIND = {"declare": "declared", "undeclare": "void"}  # the last event of each action
+
+
+def now_ns() -> int:
+    return time.perf_counter_ns()
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[i]
+        value |= (b & 0x7F) << shift
+        i += 1
+        if not b & 0x80:
+            return value, i
+        shift += 7
+
+
+def event_seq(message: bytes) -> int:
+    """The seq of a serialized PlayResponse{event}: its first field (upb writes in field order)."""
+    _, i = _varint(message, 1)  # the length of the Event
+    if message[i] != 0x08:  # seq is field 1, varint
+        return gateway_pb2.PlayResponse.FromString(message).event.seq
+    return _varint(message, i + 1)[0]
+
+
+def token_for(player: str) -> tuple[tuple[str, str], ...]:
+    token, _ = HmacTokens(KEY.encode()).issue(player)
+    return (("authorization", f"Bearer {token}"),)
+
+
+def join_bytes(table_id: str) -> bytes:
+    return gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)).SerializeToString()
+
+
+def action_bytes(action_id: str, action: common_pb2.Action) -> bytes:
+    return gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
+        client_action_id=action_id, action=action)).SerializeToString()
+
+
+def pair_actions(seat: rules.Seat, card_index: int) -> tuple[common_pb2.Action, common_pb2.Action]:
+    card = rules.ALL_CARDS[card_index]
+    return (codec.action_to_pb(rules.Declare(seat, (card,))),
+            codec.action_to_pb(rules.Undeclare(seat, (card,))))
+
+
+DRAW = codec.action_to_pb(rules.Draw(rules.Seat.P1))  # the wire form has no seat
+
+
+async def create_table(shard: str, table_id: str, players: list[str]) -> None:
+    async with grpc.aio.insecure_channel(shard) as ch:
+        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
+            table_pb2.CreateTableRequest(table_id=table_id, player_ids=players,
+                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)
+
+
+async def join_and_draw(call: Any, table_id: str, seat: rules.Seat, draw: bool = True,
+                        wait_card: bool = True) -> int:
+    """Join, take the snapshot, draw one card; the drawn card's index (-1: not waited for)."""
+    await call.write(join_bytes(table_id))
+    while (await call.read())[0] != SNAPSHOT:
+        pass
+    if draw:
+        await call.write(action_bytes("draw", DRAW))
+    if not (draw and wait_card):
+        return -1
+    own = codec.seat_to_pb(seat)
+    while True:
+        message = await call.read()
+        if message is grpc.aio.EOF:
+            raise EOFError(f"{table_id}: the stream ended during setup")
+        response = gateway_pb2.PlayResponse.FromString(message)
+        if response.WhichOneof("kind") == "refused":
+            raise RuntimeError(f"{table_id}: draw refused: {response.refused.refusal.code}")
+        ev = response.event
+        if response.HasField("event") and ev.kind == "drew" and ev.player == own and ev.cards:
+            return int(ev.cards[0].index)
+
+
+# ============================================================================ helper processes
+class Helper:
+    """A child process spoken to in JSON lines (stdin commands, stdout replies)."""
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self.popen = subprocess.Popen(
+            [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log_path.open("wb"), text=True, start_new_session=True)
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self._lines.put(line)
+        self._lines.put("")  # the end
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def send(self, command: dict[str, Any]) -> None:
+        assert self.popen.stdin is not None
+        self.popen.stdin.write(json.dumps(command) + "\n")
+        self.popen.stdin.flush()
+
+    def reply(self, timeout: float = REPLY_TIMEOUT_S) -> Any:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"{self.name} did not answer in {timeout:.0f} s") from None
+        if not line:
+            raise RuntimeError(f"{self.name} died: {self.log_path.read_text()[-3000:]}")
+        return json.loads(line) if line.strip() != "ready" else "ready"
+
+    def ask(self, command: dict[str, Any]) -> Any:
+        self.send(command)
+        return self.reply()
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self.popen.stdin is not None
+                self.popen.stdin.close()
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def loadgen(name: str, log_dir: Path, gateway: str, shard: str, per_conn: int) -> Helper:
+    return Helper(name, [str(Path(__file__).resolve()), "--role", "loadgen", "--name", name,
+                         "--gateway", gateway, "--shard", shard, "--per-conn", str(per_conn)],
+                  log_dir)
+
+
+# ============================================================================ CPU sampling
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of a process (all its threads), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, all cores."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+class CpuWindow:
+    """CPU% of some processes between `begin()` and `end()` (100% = one core)."""
+
+    def __init__(self, pids: dict[str, list[int]]) -> None:
+        self.pids = pids
+        self._t0 = 0.0
+        self._ticks: dict[str, int] = {}
+        self._machine = (0, 0)
+
+    def _sample(self) -> dict[str, int]:
+        return {name: sum(cpu_ticks(p) for p in pids) for name, pids in self.pids.items()}
+
+    def begin(self) -> None:
+        self._t0 = time.monotonic()
+        self._ticks = self._sample()
+        self._machine = machine_ticks()
+
+    def end(self) -> dict[str, float]:
+        elapsed = time.monotonic() - self._t0
+        ticks = self._sample()
+        out = {name: 100.0 * (ticks[name] - self._ticks[name]) / CLK_TCK / elapsed
+               for name in ticks}
+        busy, total = machine_ticks()
+        cores = os.cpu_count() or 1
+        out["machine"] = 100.0 * cores * (busy - self._machine[0]) / max(1, total
+                                                                         - self._machine[1])
+        out["other"] = max(0.0, out["machine"] - sum(out[name] for name in ticks))
+        return out
+
+
+class CpuMeter:
+    """CPU time of some processes per operation, in microseconds, over several intervals."""
+
+    def __init__(self, pids: dict[str, list[int]]) -> None:
+        self.pids = pids
+        self._ticks: dict[str, int] = {}
+        self.spent = dict.fromkeys(pids, 0)
+        self.operations = 0
+
+    def _sample(self) -> dict[str, int]:
+        return {name: sum(cpu_ticks(p) for p in pids) for name, pids in self.pids.items()}
+
+    def begin(self) -> None:
+        self._ticks = self._sample()
+
+    def end(self, operations: int) -> None:
+        ticks = self._sample()
+        for name in ticks:
+            self.spent[name] += ticks[name] - self._ticks[name]
+        self.operations += operations
+
+    def per(self) -> dict[str, float]:
+        return {name: 1e6 * spent / CLK_TCK / max(1, self.operations)
+                for name, spent in self.spent.items()}
+
+
+def cpu_line(cpu: dict[str, float]) -> str:
+    return "  CPU per round trip: " + ", ".join(f"{k} {v:.0f} us" for k, v in cpu.items())
+
+
+def wait_quiet(out: TextIO, limit_s: float = QUIET_WAIT_S) -> float:
+    """Wait (at most `limit_s`) for other processes to use under DISTURBED% CPU; their use."""
+    end = time.monotonic() + limit_s
+    said = False
+    while True:
+        other = background_load(2.0)
+        if other <= DISTURBED or time.monotonic() >= end:
+            return other
+        if not said:
+            print(f"  (other processes use {other:.0f}% CPU: waiting up to {limit_s:.0f} s for "
+                  "them to quiet down)", file=out, flush=True)
+            said = True
+
+
+def background_load(seconds: float = 2.0) -> float:
+    """CPU% (100% = one core) used on this machine by processes other than this one."""
+    window = CpuWindow({"bench": [os.getpid()]})
+    window.begin()
+    time.sleep(seconds)
+    return window.end()["other"]
+
+
+# ============================================================================ (a) the floor
+class Floor:
+    """The echo server, the forwarder in front of it, and a client stream through both."""
+
+    def __init__(self, tmp: Path, size: int) -> None:
+        self.echo_port, self.fwd_port = free_port(), free_port()
+        self.helpers: list[Helper] = []
+        self.tmp = tmp
+        self.payload = os.urandom(size)
+        self.channel: grpc.aio.Channel | None = None
+        self.call: Any = None
+        self.meter: CpuMeter | None = None
+
+    async def open(self) -> None:
+        echo = Helper("echo", [str(HERE / "echo_server.py"), "echo", "--port",
+                               str(self.echo_port), "--max-s", str(MAX_HELPER_S)], self.tmp)
+        self.helpers.append(echo)
+        assert echo.reply() == "ready"
+        fwd = Helper("forward", [str(HERE / "echo_server.py"), "forward", "--port",
+                                 str(self.fwd_port), "--upstream", f"127.0.0.1:{self.echo_port}",
+                                 "--max-s", str(MAX_HELPER_S)], self.tmp)
+        self.helpers.append(fwd)
+        assert fwd.reply() == "ready"
+        self.meter = CpuMeter({"client": [os.getpid()], "forwarder": [fwd.pid],
+                               "echo": [echo.pid]})
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.fwd_port}")
+        self.call = self.channel.stream_stream(ECHO)()
+
+    async def run(self, samples: int) -> list[float]:
+        """`samples` sequential round trips over the long-lived stream, in ms."""
+        assert self.meter is not None
+        lat: list[float] = []
+        call, payload = self.call, self.payload
+        self.meter.begin()
+        for _ in range(samples):
+            t0 = now_ns()
+            await call.write(payload)
+            answer = await call.read()
+            t1 = now_ns()
+            assert answer == payload
+            lat.append((t1 - t0) / 1e6)
+        self.meter.end(samples)
+        return lat
+
+    async def close(self) -> None:
+        if self.call is not None:
+            with contextlib.suppress(Exception):
+                await self.call.done_writing()
+            self.call.cancel()
+        if self.channel is not None:
+            await self.channel.close()
+        for h in reversed(self.helpers):
+            h.stop()
+
+
+# ============================================================================ (b) one action
+async def measure_action(gateway: str, shard: str, name: str, warmup: int, samples: int,
+                         per_table: int, observers: Helper | None
+                         ) -> tuple[list[float], Counter[str]]:
+    """Round trips of single actions, in order; a fresh table every `per_table` actions (0:
+    one table throughout), since a table's cost per action grows with its age (see below)."""
+    kinds: Counter[str] = Counter()
+    lat: list[float] = []
+    names = ("declare", "undeclare")
+    total = warmup + samples
+    chunk = per_table or total
+    async with grpc.aio.insecure_channel(gateway) as ch:
+        for first in range(0, total, chunk):
+            table_id = f"{SHARD}.{name}x{first}"
+            players = [f"{name}x{first}{s}" for s in ("a", "b", "c")]
+            await create_table(shard, table_id, players)
+            if observers is not None:
+                assert observers.ask({"cmd": "observe", "table": table_id,
+                                      "players": players[1:]})["ok"]
+            call = ch.stream_stream(PLAY)(metadata=token_for(players[0]))
+            card = await join_and_draw(call, table_id, rules.Seat.P1)
+            pair = pair_actions(rules.Seat.P1, card)
+            for i in range(first, min(total, first + chunk)):
+                which = (i - first) % 2
+                data = action_bytes(f"x{i}", pair[which])
+                ack_seq = -1
+                t0 = now_ns()
+                await call.write(data)
+                while True:
+                    message = await call.read()
+                    tag = message[0]
+                    if tag == ACK:
+                        ack_seq = gateway_pb2.PlayResponse.FromString(message).ack.seq
+                    elif tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
+                        break
+                    elif tag == REFUSED:
+                        refusal = gateway_pb2.PlayResponse.FromString(message).refused.refusal
+                        raise RuntimeError(f"refused: {refusal.code}")
+                t1 = now_ns()
+                if i >= warmup:
+                    lat.append((t1 - t0) / 1e6)
+                # untimed: read the rest of this action's events before the next one
+                event = gateway_pb2.PlayResponse.FromString(message).event
+                kinds[event.kind] += 1
+                while event.kind != LAST_KIND[names[which]]:
+                    event = gateway_pb2.PlayResponse.FromString(
+                        await asyncio.wait_for(call.read(), 5)).event
+                    kinds[event.kind] += 1
+            await call.done_writing()
+            call.cancel()
+            if observers is not None:
+                assert observers.ask({"cmd": "unobserve"})["ok"]
+    return lat, kinds
+
+
+# ============================================================================ (c) capacity
+@dataclass
+class StepResult:
+    tables: int
+    players: int
+    target: float
+    achieved: float
+    p50: float
+    p99: float
+    cpu: dict[str, float]
+    refused: int
+    skipped: int
+    late: int
+    lag_p99: float
+    samples: int
+    calate: float  # calate opened so far per table (they stay in the table: its age)
+    label: str = ""
+    disturbed: bool = False  # other processes took over DISTURBED% CPU and it failed: retried
+    profile: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+
+    @property
+    def held(self) -> bool:
+        return self.p99 <= P99_LIMIT_MS and self.achieved >= RATE_FLOOR * self.target
+
+    @property
+    def verdict(self) -> str:
+        if self.disturbed:
+            return f"disturbed (other processes {self.cpu['other']:.0f}%): retried"
+        return "held" if self.held else "FAILED"
+
+
+class Capacity:
+    def __init__(self, tmp: Path, n_loadgens: int, per_conn: int, step_s: float,
+                 warm_s: float, profile: Path | None, out: TextIO) -> None:
+        self.tmp = tmp
+        self.step_s = step_s
+        self.warm_s = warm_s
+        self.profile = profile
+        self.out = out
+        shard_port = free_port()
+        env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
+               "MACHIAVELOX_TABLE_CAPACITY": "100000", "MACHIAVELOX_TOKEN_KEY": KEY,
+               "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}"}
+        self.procs: list[Proc] = []
+        self.loadgens: list[Helper] = []
+        self.shard = start("cap-shard", "table", env, tmp)
+        self.procs.append(self.shard)
+        self.gateway = start("cap-gateway", "gateway", env, tmp)
+        self.procs.append(self.gateway)
+        for i in range(n_loadgens):
+            self.loadgens.append(loadgen(f"lg{i}", tmp, self.gateway.address,
+                                         self.shard.address, per_conn))
+        for lg in self.loadgens:
+            assert lg.reply() == "ready"
+        self.tables = 0
+
+    def close(self) -> None:
+        for lg in self.loadgens:
+            with contextlib.suppress(Exception):
+                lg.send({"cmd": "stop"})
+        for lg in self.loadgens:
+            lg.stop()
+        for p in reversed(self.procs):
+            with contextlib.suppress(Exception):
+                p.stop()
+
+    def _all(self, command: dict[str, Any]) -> list[Any]:
+        for lg in self.loadgens:
+            lg.send(command)
+        return [lg.reply() for lg in self.loadgens]
+
+    def _share(self, total: int) -> list[int]:
+        n = len(self.loadgens)
+        return [total // n + (1 if i < total % n else 0) for i in range(n)]
+
+    def ensure(self, tables: int) -> float:
+        """Have `tables` tables set up (joined, drawn); the seconds it took."""
+        t0 = time.monotonic()
+        if tables > self.tables:
+            self._all_each([{"cmd": "add", "tables": k} for k in self._share(tables)])
+            self.tables = tables
+        return time.monotonic() - t0
+
+    def _all_each(self, commands: list[dict[str, Any]]) -> list[Any]:
+        for lg, command in zip(self.loadgens, commands, strict=True):
+            lg.send(command)
+        return [lg.reply() for lg in self.loadgens]
+
+    def activate(self, tables: int) -> None:
+        self._all_each([{"cmd": "active", "tables": k} for k in self._share(tables)])
+
+    def settle(self, players: int, limit_s: float) -> None:
+        """Wait out the warm-up, then for the backlog of a previous overloaded step to drain."""
+        time.sleep(self.warm_s)
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            outstanding = sum(r["outstanding"] for r in self._all({"cmd": "status"}))
+            if outstanding <= max(5, players // 20):
+                return
+            time.sleep(0.5)
+
+    def _ours(self) -> dict[str, list[int]]:
+        return {"shard": [self.shard.popen.pid], "gateway": [self.gateway.popen.pid],
+                "loadgen": [lg.pid for lg in self.loadgens], "bench": [os.getpid()]}
+
+    def wait_quiet(self, limit_s: float = QUIET_WAIT_S) -> None:
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            window = CpuWindow(self._ours())
+            window.begin()
+            time.sleep(2.0)
+            if window.end()["other"] <= DISTURBED:
+                return
+
+    def step(self, tables: int, label: str = "") -> StepResult:
+        setup_s = self.ensure(tables)
+        self.activate(tables)
+        self.settle(tables * 3, 20.0)
+        spies = self._spy(tables)
+        window = CpuWindow({**self._ours(), "profiler": [popen.pid for _, popen, _ in spies]})
+        for lg in self.loadgens:
+            lg.send({"cmd": "measure", "seconds": self.step_s})
+        window.begin()
+        time.sleep(self.step_s)
+        cpu = window.end()
+        replies = [lg.reply() for lg in self.loadgens]
+        profile = self._spied(spies)
+        lat = [v for r in replies for v in r["lat"]]
+        done = sum(r["done"] for r in replies)
+        result = StepResult(
+            tables=tables, players=tables * 3, target=tables * 3 / 1.0,
+            achieved=done / self.step_s, p50=pct(lat, 50), p99=pct(lat, 99), cpu=cpu,
+            refused=sum(r["refused"] for r in replies),
+            skipped=sum(r["skipped"] for r in replies), late=sum(r["late"] for r in replies),
+            lag_p99=max(r["lag_p99"] for r in replies), samples=len(lat),
+            calate=sum(r["calate"] * r["tables"] for r in replies) / max(1, tables), label=label,
+            profile=profile)
+        if setup_s > 1:
+            print(f"    (set up {tables} tables in {setup_s:.1f} s)", file=self.out, flush=True)
+        return result
+
+    def _spy(self, tables: int) -> list[tuple[str, subprocess.Popen[bytes], Path]]:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if self.profile is None or not Path(spy).exists():
+            return []
+        self.profile.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name, proc in (("shard", self.shard), ("gateway", self.gateway)):
+            path = self.profile / f"{name}-{tables}.txt"
+            popen = subprocess.Popen(
+                [spy, "record", "--gil", "--native", "-r", "100", "-d", str(int(self.step_s)),
+                 "-f", "raw", "-o", str(path), "-p", str(proc.popen.pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            out.append((name, popen, path))
+        return out
+
+    def _spied(self, spies: list[tuple[str, subprocess.Popen[bytes], Path]]
+               ) -> dict[str, list[tuple[str, float]]]:
+        profile = {}
+        for name, popen, path in spies:
+            try:
+                popen.wait(self.step_s + 20)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait()
+            if path.exists():
+                profile[name] = hottest(path.read_text())
+        return profile
+
+
+_FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^:()]*)(?::\d+)?\)$")
+
+
+def _frame_name(frame: str) -> str:
+    m = _FRAME.match(frame.strip())
+    if m is None:
+        return frame.strip()
+    file = m["file"]
+    for marker in ("site-packages/", "services/", "lib/python3.11/"):
+        if marker in file:
+            file = file.split(marker, 1)[1]
+            break
+    fn = "[native code]" if m["fn"].startswith("0x") else m["fn"]
+    return f"{fn} ({file.rsplit('/', 1)[-1] if fn == '[native code]' else file})"
+
+
+def hottest(raw: str, top: int = 14) -> list[tuple[str, float]]:
+    """Own and inclusive shares of functions in py-spy's raw (collapsed) output; inclusive
+    shares only for the project's and grpc's Python functions."""
+    own: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = [_frame_name(f) for f in stack.split(";")]
+        total += n
+        own[frames[-1]] += n
+        for name in set(frames):
+            if ("machiavelox/" in name or "grpc/aio" in name or "asyncio/queues" in name) and \
+                    not name.startswith(("main ", "<module> ", "serve ")):
+                incl[name] += n
+    if not total:
+        return []
+    out = [(f"own  {name}", 100.0 * n / total) for name, n in own.most_common(top)]
+    out += [(f"incl {name}", 100.0 * n / total) for name, n in incl.most_common(top)]
+    out.append((f"samples {total} (with the GIL held)", 100.0))
+    return out
+
+
+# ============================================================================ the load generator
+class Player:
+    __slots__ = ("by_seq", "call", "declared", "n", "pair", "pending", "table")
+
+    def __init__(self, call: Any, table: int) -> None:
+        self.call = call
+        self.table = table
+        self.pair: tuple[common_pb2.Action, common_pb2.Action] | None = None
+        self.declared = False
+        self.n = 0
+        self.pending: dict[str, int] = {}  # action id -> send time (until the ack)
+        self.by_seq: dict[int, int] = {}  # ack seq -> send time (until its first event)
+
+
+class LoadGen:
+    """Many Play streams in one process; every player acts about once a second."""
+
+    def __init__(self, name: str, gateway: str, shard: str, per_conn: int) -> None:
+        self.name = name
+        self.gateway = gateway
+        self.shard = shard
+        self.per_conn = per_conn
+        self.channels: list[grpc.aio.Channel] = []
+        self.streams = 0
+        self.players: list[Player] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.observed: list[tuple[Any, asyncio.Task[None]]] = []
+        self.tables = 0
+        self.active = 0
+        self.period = 1.0
+        self.done: list[tuple[int, int]] = []  # (send ns, latency ns) while recording
+        self.recording = False
+        self.refused = 0
+        self.skipped = 0
+        self.lags: list[float] = []
+
+    def _channel(self) -> grpc.aio.Channel:
+        if self.streams % self.per_conn == 0:  # a new connection of its own
+            self.channels.append(grpc.aio.insecure_channel(
+                self.gateway, options=[("grpc.use_local_subchannel_pool", 1)]))
+        self.streams += 1
+        return self.channels[-1]
+
+    async def add(self, count: int) -> None:
+        shard = grpc.aio.insecure_channel(self.shard)
+        stub = table_pb2_grpc.TableAuthorityServiceStub(shard)
+        try:
+            first = self.tables
+            for lo in range(first, first + count, 50):
+                await asyncio.gather(*(self._table(stub, i)
+                                       for i in range(lo, min(first + count, lo + 50))))
+            self.tables = first + count
+        finally:
+            await shard.close()
+
+    async def _table(self, stub: Any, index: int) -> None:
+        table_id = f"{SHARD}.{self.name}t{index}"
+        names = [f"{self.name}t{index}{s}" for s in ("a", "b", "c")]
+        await stub.CreateTable(table_pb2.CreateTableRequest(
+            table_id=table_id, player_ids=names, kind=table_pb2.MATCH_KIND_SINGLE), timeout=30)
+        seats = (rules.Seat.P1, rules.Seat.P2, rules.Seat.P3)
+        players = [Player(self._channel().stream_stream(PLAY)(metadata=token_for(n)), index)
+                   for n in names]
+        for p in players:  # one after another: each sees the others' draws, which it skips
+            await join_and_draw(p.call, table_id, rules.Seat.P1, wait_card=False)
+        cards = await asyncio.gather(*(self._drawn(p, seat)
+                                       for p, seat in zip(players, seats, strict=True)))
+        for p, seat, card in zip(players, seats, cards, strict=True):
+            p.pair = pair_actions(seat, card)
+            self.players.append(p)
+            self.tasks.append(asyncio.create_task(self._read(p)))
+            self.tasks.append(asyncio.create_task(self._send(p)))
+
+    @staticmethod
+    async def _drawn(p: Player, seat: rules.Seat) -> int:
+        own = codec.seat_to_pb(seat)
+        while True:
+            response = gateway_pb2.PlayResponse.FromString(await p.call.read())
+            ev = response.event
+            if response.HasField("event") and ev.kind == "drew" and ev.player == own and ev.cards:
+                return int(ev.cards[0].index)
+
+    async def _read(self, p: Player) -> None:
+        call = p.call
+        while True:
+            message = await call.read()
+            if message is grpc.aio.EOF:
+                return
+            tag = message[0]
+            if tag == EVENT:
+                if p.by_seq:
+                    sent = p.by_seq.pop(event_seq(message), None)
+                    if sent is not None and self.recording:
+                        self.done.append((sent, now_ns() - sent))
+            elif tag == ACK:
+                ack = gateway_pb2.PlayResponse.FromString(message).ack
+                sent = p.pending.pop(ack.client_action_id, None)
+                if sent is not None:
+                    p.by_seq[ack.seq] = sent
+            elif tag == REFUSED:
+                refused = gateway_pb2.PlayResponse.FromString(message).refused
+                sent = p.pending.pop(refused.client_action_id, None)
+                if sent is not None:
+                    self.refused += 1
+                    if self.recording:
+                        self.done.append((sent, now_ns() - sent))
+
+    async def _send(self, p: Player) -> None:
+        loop = asyncio.get_running_loop()
+        at = loop.time() + random.uniform(0, self.period)
+        assert p.pair is not None
+        while True:
+            await asyncio.sleep(max(0.0, at - loop.time()))
+            at += self.period * random.uniform(0.9, 1.1)
+            if p.table >= self.active:
+                continue
+            if len(p.pending) + len(p.by_seq) >= MAX_OUTSTANDING:
+                self.skipped += 1
+                continue
+            p.n += 1
+            action_id = str(p.n)
+            data = action_bytes(action_id, p.pair[1 if p.declared else 0])
+            p.declared = not p.declared
+            p.pending[action_id] = now_ns()
+            await p.call.write(data)
+
+    def outstanding(self) -> int:
+        return sum(len(p.pending) + len(p.by_seq) for p in self.players if p.table < self.active)
+
+    async def measure(self, seconds: float, grace: float = 1.0) -> dict[str, Any]:
+        self.done.clear()
+        self.lags.clear()
+        refused0, skipped0 = self.refused, self.skipped
+        self.recording = True
+        begin = now_ns()
+        lag_task = asyncio.create_task(self._lag(seconds))
+        await asyncio.sleep(seconds)
+        end = now_ns()
+        await asyncio.sleep(grace)
+        self.recording = False
+        await lag_task
+        late = [now_ns() - sent for p in self.players for sent in
+                [*p.pending.values(), *p.by_seq.values()] if begin <= sent < end]
+        lat = [d for sent, d in self.done if begin <= sent < end]
+        active = [p for p in self.players if p.table < self.active]
+        calate = sum((p.n + 1) // 2 for p in active) / max(1, len(active) // 3)
+        return {"lat": [round(d / 1e6, 3) for d in lat + late], "done": len(lat),
+                "calate": calate, "tables": len(active) // 3,
+                "late": len(late), "refused": self.refused - refused0,
+                "skipped": self.skipped - skipped0, "lag_p99": pct(self.lags, 99)}
+
+    async def _lag(self, seconds: float) -> None:
+        """The event loop's lateness: how much later than asked a 10 ms sleep wakes up."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while loop.time() < end:
+            t0 = loop.time()
+            await asyncio.sleep(0.01)
+            self.lags.append((loop.time() - t0 - 0.01) * 1000)
+
+    async def observe(self, table_id: str, players: list[str]) -> None:
+        """Join the given seats and only read (the silent players of measurement (b2))."""
+        for name in players:
+            call = self._channel().stream_stream(PLAY)(metadata=token_for(name))
+            await join_and_draw(call, table_id, rules.Seat.P1, draw=False)
+            self.observed.append((call, asyncio.create_task(self._drain(call))))
+
+    async def unobserve(self) -> None:
+        for call, task in self.observed:
+            task.cancel()
+            call.cancel()
+        self.observed.clear()
+
+    @staticmethod
+    async def _drain(call: Any) -> None:
+        while await call.read() is not grpc.aio.EOF:
+            pass
+
+    async def close(self) -> None:
+        await self.unobserve()
+        for task in self.tasks:
+            task.cancel()
+        for p in self.players:
+            p.call.cancel()
+        for ch in self.channels:
+            await ch.close(grace=None)
+
+
+async def loadgen_main(args: argparse.Namespace) -> None:
+    gen = LoadGen(args.name, args.gateway, args.shard, args.per_conn)
+
+    async def watchdog() -> None:
+        await asyncio.sleep(MAX_HELPER_S)
+        os._exit(3)
+
+    guard = asyncio.create_task(watchdog())
+
+    def reply(value: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(value) + "\n")
+        sys.stdout.flush()
+
+    print("ready", flush=True)
+    try:
+        while True:
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                break
+            command = json.loads(line)
+            cmd = command["cmd"]
+            if cmd == "add":
+                await gen.add(command["tables"])
+                reply({"ok": True, "tables": gen.tables})
+            elif cmd == "active":
+                gen.active = command["tables"]
+                reply({"ok": True})
+            elif cmd == "status":
+                reply({"outstanding": gen.outstanding(), "tables": gen.tables})
+            elif cmd == "measure":
+                reply(await gen.measure(command["seconds"]))
+            elif cmd == "observe":
+                await gen.observe(command["table"], command["players"])
+                reply({"ok": True})
+            elif cmd == "unobserve":
+                await gen.unobserve()
+                reply({"ok": True})
+            elif cmd == "stop":
+                break
+    finally:
+        guard.cancel()
+        await gen.close()
+
+
+# ============================================================================ the report
+def fmt_ms(v: float) -> str:
+    return f"{v:7.3f}" if v < 10 else f"{v:7.1f}"
+
+
+def describe(name: str, lat: list[float]) -> str:
+    return (f"  {name:<44} n={len(lat):5d}  p50={fmt_ms(pct(lat, 50))} ms  "
+            f"p99={fmt_ms(pct(lat, 99))} ms  mean={statistics.fmean(lat):.3f} ms  "
+            f"max={max(lat):.2f} ms")
+
+
+def step_line(r: StepResult) -> str:
+    lg = r.cpu.get("loadgen", 0.0)
+    verdict = r.verdict
+    return (f"  {r.tables:5d} {r.players:6d} {r.target:7.0f} {r.achieved:8.0f} "
+            f"{fmt_ms(r.p50)} {fmt_ms(r.p99)}  {r.cpu['shard']:5.0f}% {r.cpu['gateway']:5.0f}% "
+            f"{lg:5.0f}% {r.cpu['other']:5.0f}% {r.cpu['machine']:5.0f}%  {r.lag_p99:6.1f} "
+            f"{r.late:5d} {r.skipped:5d} {r.refused:4d} {r.calate:6.0f}  {verdict} {r.label}"
+            ).rstrip()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (~1 min)")
+    parser.add_argument("--loadgens", type=int, default=0,
+                        help="load-generator processes (default 1)")
+    parser.add_argument("--per-conn", type=int, default=30,
+                        help="Play streams per HTTP/2 connection of a load generator")
+    parser.add_argument("--steps", default="", help="tables per ramp step, e.g. 25,50,100")
+    parser.add_argument("--step-s", type=float, default=0.0, help="seconds measured per step")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="run py-spy on shard and gateway during each step, raw output here")
+    parser.add_argument("--only", choices=["latency", "capacity"], default=None,
+                        help="only (a)+(b), or only (c)")
+    # the helper role (internal)
+    parser.add_argument("--role", choices=["bench", "loadgen"], default="bench",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--name", default="lg", help=argparse.SUPPRESS)
+    parser.add_argument("--gateway", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--shard", default="", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
+                         summary: dict[str, Any]) -> None:
+    """(a), (b1) and (b2) in interleaved blocks, so that a change of the machine's background
+    load touches all three alike; then (b3)."""
+    blocks, block, warmup = (3, 200, 200) if args.quick else (10, 400, 500)
+    size = len(action_bytes("a123", pair_actions(rules.Seat.P1, 37)[0]))
+    shard_port = free_port()
+    env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
+           "MACHIAVELOX_TOKEN_KEY": KEY,
+           "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}"}
+    procs: list[Proc] = []
+    observers: Helper | None = None
+    floor = Floor(tmp, size)
+    try:
+        await floor.open()
+        procs.append(start("lat-shard", "table", env, tmp))
+        procs.append(start("lat-gateway", "gateway", env, tmp))
+        shard, gateway = procs[0].address, procs[1].address
+        observers = loadgen("observers", tmp, gateway, shard, 30)
+        assert observers.reply() == "ready"
+        assert floor.meter is not None
+        service_pids = {"client": [os.getpid()], "gateway": [procs[1].popen.pid],
+                        "shard": [procs[0].popen.pid]}
+        meters = {"b1": CpuMeter(service_pids),
+                  "b2": CpuMeter({**service_pids, "observers": [observers.pid]})}
+        ours = CpuWindow({"ours": [os.getpid(), observers.pid, *(h.pid for h in floor.helpers),
+                                   *(p.popen.pid for p in procs)]})
+        print(f"(a) floor: raw two-hop gRPC echo, {size}-byte messages, one long-lived stream; "
+              f"(b) one action through gateway and shard, until its Ack AND its first Event "
+              f"(a fresh table every {PER_TABLE} actions); sequential; {blocks} interleaved "
+              f"blocks of {block} after {warmup} warm-up round trips each", file=out, flush=True)
+        await asyncio.to_thread(wait_quiet, out)
+        await floor.run(warmup)
+        await measure_action(gateway, shard, "w1", 0, warmup, PER_TABLE, None)
+        await measure_action(gateway, shard, "w2", 0, warmup, PER_TABLE, observers)
+        lat: dict[str, list[float]] = {"a": [], "b1": [], "b2": []}
+        kinds: Counter[str] = Counter()
+        ours.begin()
+        for i in range(blocks):
+            lat["a"] += await floor.run(block)
+            for key, obs in (("b1", None), ("b2", observers)):
+                meters[key].begin()
+                got, seen = await measure_action(gateway, shard, f"{key}k{i}", 0, block,
+                                                 PER_TABLE, obs)
+                meters[key].end(block)
+                lat[key] += got
+                kinds += seen
+        other = ours.end()["other"]
+        print(describe("(a) client -> forwarder -> echo -> back", lat["a"]), file=out)
+        print(cpu_line(floor.meter.per()), file=out)
+        print(describe("(b1) alone at the table (1 session)", lat["b1"]), file=out)
+        print(cpu_line(meters["b1"].per()), file=out)
+        print(describe("(b2) the 2 other seats joined (3 sessions)", lat["b2"]), file=out)
+        print(cpu_line(meters["b2"].per()), file=out)
+        print(f"  events timed: {dict(kinds)}; other processes used {other:.0f}% CPU meanwhile"
+              + (" (DISTURBED: figures suffer)" if other > DISTURBED else ""), file=out,
+              flush=True)
+        summary["floor"], summary["b1"], summary["b2"] = lat["a"], lat["b1"], lat["b2"]
+        summary["latency_other"] = other
+        for key in ("b1", "b2"):
+            r50 = pct(lat[key], 50) / pct(lat["a"], 50)
+            r99 = pct(lat[key], 99) / pct(lat["a"], 99)
+            summary[f"ratio_{key}"] = (r50, r99)
+            print(f"  ratio ({key})/(a): p50 {r50:.2f}x  p99 {r99:.2f}x   (target p50 <= 1.25: "
+                  f"{'met' if r50 <= 1.25 else 'NOT met'})", file=out, flush=True)
+        aging = AGING_QUICK if args.quick else AGING
+        b3, _ = await measure_action(gateway, shard, "lat3", 0, aging, 0, None)
+        tenth = aging // 10
+        print(f"  (b3) ONE table aging over {aging} actions (alone): p50 of the first "
+              f"{tenth} {pct(b3[:tenth], 50):.3f} ms, of the last {tenth} "
+              f"{pct(b3[-tenth:], 50):.3f} ms (each Declare opens a calata the table keeps)",
+              file=out, flush=True)
+        summary["b3"] = (pct(b3[:tenth], 50), pct(b3[-tenth:], 50), aging)
+    finally:
+        if observers is not None:
+            with contextlib.suppress(Exception):
+                observers.send({"cmd": "stop"})
+            observers.stop()
+        await floor.close()
+        for p in reversed(procs):
+            p.stop()
+
+
+def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
+                   summary: dict[str, Any]) -> None:
+    quick = args.quick
+    steps = ([int(s) for s in args.steps.split(",")] if args.steps else
+             [25, 100, 300] if quick else [25, 50, 100, 200, 300, 400, 600, 800, 1000, 1200])
+    step_s = args.step_s or (3.0 if quick else 10.0)
+    bisections = 0 if quick or args.steps else 2
+    n_loadgens = args.loadgens or 1
+    print(f"(c) capacity: one shard, one gateway, {n_loadgens} load generator(s), 3 players "
+          f"per table, ~1 action/s each, {step_s:.0f} s per step; a step holds at p99 <= "
+          f"{P99_LIMIT_MS:.0f} ms and >= {RATE_FLOOR:.0%} of the actions/s target", file=out,
+          flush=True)
+    print("  (CPU%: 100% = one core; other = processes not of this bench; lag99 = p99 lateness of "
+          "the load generator's event loop, ms; late = actions still unanswered 1 s after the "
+          "window, counted at their age; skip = beats skipped at 5 outstanding; refu = refusals;"
+          " calate = calate opened per table so far, the tables' age)", file=out)
+    print("  tables players target achieved   p50ms   p99ms  shard  gatew  loadg  other  mach."
+          "  lag99  late  skip refu calate", file=out, flush=True)
+    cap = Capacity(tmp, n_loadgens, args.per_conn, step_s, 1.0 if quick else 3.0, args.profile,
+                   out)
+    print(f"  (pids: shard {cap.shard.popen.pid}, gateway {cap.gateway.popen.pid}, load "
+          f"generators {' '.join(str(lg.pid) for lg in cap.loadgens)})", file=out, flush=True)
+    results: list[StepResult] = []
+    try:
+        def run(tables: int, label: str = "") -> StepResult:
+            for attempt in range(RETRIES + 1):
+                r = cap.step(tables, label)
+                results.append(r)
+                if r.held or r.cpu["other"] <= DISTURBED or attempt == RETRIES:
+                    print(step_line(r), file=out, flush=True)
+                    return r
+                r.disturbed = True
+                print(step_line(r), file=out, flush=True)
+                cap.wait_quiet()
+            raise AssertionError("unreachable")
+
+        failed: StepResult | None = None
+        for tables in steps:
+            r = run(tables)
+            if not r.held:
+                failed = r
+                break
+        if failed is not None:
+            lo = max((r.tables for r in results if r.held), default=0)
+            hi = failed.tables
+            for _ in range(bisections):
+                mid = (lo + hi) // 2 // 25 * 25
+                if mid <= lo or mid >= hi:
+                    break
+                r = run(mid, label="(bisect)")
+                lo, hi = (mid, hi) if r.held else (lo, mid)
+    finally:
+        cap.close()
+    summary["steps"] = results
+    for r in results:
+        for name, rows in r.profile.items():
+            print(f"  py-spy {name} at {r.tables} tables (share of samples):", file=out)
+            for label, share in rows:
+                print(f"    {share:5.1f}%  {label}", file=out)
+
+
+def print_summary(summary: dict[str, Any], out: TextIO) -> None:
+    print("summary", file=out)
+    if "floor" in summary:
+        f = summary["floor"]
+        print(f"  (a) floor            p50 {pct(f, 50):.3f} ms  p99 {pct(f, 99):.3f} ms", file=out)
+    for key, name in (("b1", "alone"), ("b2", "3 seats")):
+        if key in summary:
+            b = summary[key]
+            line = f"  (b) action, {name:<8} p50 {pct(b, 50):.3f} ms  p99 {pct(b, 99):.3f} ms"
+            if f"ratio_{key}" in summary:
+                r50, r99 = summary[f"ratio_{key}"]
+                line += (f"  -> (b)/(a) p50 {r50:.2f}x p99 {r99:.2f}x  target p50 <= 1.25: "
+                         f"{'met' if r50 <= 1.25 else 'NOT met'}")
+            print(line, file=out)
+    if "steps" in summary:
+        steps: list[StepResult] = summary["steps"]
+        held = [r for r in steps if r.held]
+        best = max(held, key=lambda r: r.tables) if held else None
+        if best is None:
+            print("  (c) capacity: no step held", file=out)
+        else:
+            first_fail = min((r.tables for r in steps if not (r.held or r.disturbed)),
+                             default=None)
+            print(f"  (c) capacity: {best.tables} tables ({best.players} players, "
+                  f"{best.achieved:.0f} actions/s, p99 {best.p99:.1f} ms) held on one shard; "
+                  + (f"{first_fail} did not; " if first_fail else "no step failed; ")
+                  + f"target >= 1000 tables: {'met' if best.tables >= 1000 else 'NOT met'}",
+                  file=out)
+            print(f"      CPU at {best.tables}: shard {best.cpu['shard']:.0f}%, gateway "
+                  f"{best.cpu['gateway']:.0f}%, load generator {best.cpu['loadgen']:.0f}%, "
+                  f"other processes {best.cpu['other']:.0f}%, machine "
+                  f"{best.cpu['machine']:.0f}% of 200%", file=out)
+            per = {name: best.cpu[name] * 1e4 / max(1.0, best.achieved)
+                   for name in ("shard", "gateway", "loadgen")}
+            print("      CPU per action there: " + ", ".join(
+                f"{name} {us:.0f} us" for name, us in per.items()), file=out)
+            print(f"      projection (CPU only, not measured): a shard with a core to itself "
+                  f"saturates near {1e6 / per['shard'] / 3:.0f} tables; a gateway with a core "
+                  f"to itself near {1e6 / per['gateway'] / 3:.0f} tables", file=out)
+    if "b3" in summary:
+        first, last, n = summary["b3"]
+        print(f"  (b3) one table, {n} actions: p50 {first:.3f} ms (first tenth) -> {last:.3f} ms"
+              " (last tenth)", file=out)
+    if "background" in summary:
+        print(f"  background load of other processes at the start: {summary['background']:.0f}%"
+              " CPU", file=out)
+    out.flush()
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.role == "loadgen":
+        asyncio.run(loadgen_main(args))
+        return 0
+    out = sys.stdout
+    started = time.monotonic()
+    print(f"cluster bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
+          f"grpcio {grpc.__version__}{', quick' if args.quick else ''}", file=out, flush=True)
+    summary: dict[str, Any] = {}
+    other = background_load()
+    summary["background"] = other
+    print(f"background load before starting: {other:.0f}% CPU of {100 * (os.cpu_count() or 1)}%"
+          + ("  (WARNING: other processes are busy on this machine; figures will suffer)"
+             if other > 20 else ""), file=out, flush=True)
+    with tempfile.TemporaryDirectory(prefix="cluster-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        if args.only in (None, "latency"):
+            asyncio.run(latency_phases(args, tmp, out, summary))
+        if args.only in (None, "capacity"):
+            capacity_phase(args, tmp, out, summary)
+    print_summary(summary, out)
+    print(f"  ({time.monotonic() - started:.0f} s)", file=out, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
