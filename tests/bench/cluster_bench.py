@@ -915,7 +915,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="load-generator processes (default 1)")
     parser.add_argument("--per-conn", type=int, default=30,
                         help="Play streams per HTTP/2 connection of a load generator")
-    parser.add_argument("--steps", default="", help="tables per ramp step, e.g. 25,50,100")
+    parser.add_argument("--steps", default="",
+                        help="tables per ramp step, e.g. 25,50,100 (200x5: five steps of 200)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="do not stop at the first failed step (e.g. --steps 200x12 watches "
+                        "one load over time)")
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds measured per step")
     parser.add_argument("--profile", type=Path, default=None,
                         help="run py-spy on shard and gateway during each step, raw output here")
@@ -1016,7 +1020,9 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
 def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                    summary: dict[str, Any]) -> None:
     quick = args.quick
-    steps = ([int(s) for s in args.steps.split(",")] if args.steps else
+    steps = ([int(n) for part in args.steps.split(",")
+              for n in [part.split("x")[0]] * int(part.split("x")[1] if "x" in part else 1)]
+             if args.steps else
              [25, 100, 300] if quick else [25, 50, 100, 200, 300, 400, 600, 800, 1000, 1200])
     step_s = args.step_s or (3.0 if quick else 10.0)
     bisections = 0 if quick or args.steps else 2
@@ -1052,7 +1058,7 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
         failed: StepResult | None = None
         for tables in steps:
             r = run(tables)
-            if not r.held:
+            if not r.held and not args.keep_going:
                 failed = r
                 break
         if failed is not None:

@@ -93,17 +93,17 @@ async def test_refusals_over_the_wire(cluster: dict[str, Proc], table: str) -> N
         nobody.open(table)
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await nobody.next()
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert await nobody.call.code() == grpc.StatusCode.UNAUTHENTICATED
         bad = PlayClient(ch, "v1.ann.9999999999.forged")
         bad.open(table)
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await bad.next()
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert await bad.call.code() == grpc.StatusCode.UNAUTHENTICATED
         stranger = PlayClient(ch, await login(ch, "zed"))
         stranger.open(table)
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stranger.next()
-        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert await stranger.call.code() == grpc.StatusCode.PERMISSION_DENIED
         ann = PlayClient(ch, await login(ch, "ann"))
         ann.open(table)
         await ann.next()
@@ -113,7 +113,7 @@ async def test_refusals_over_the_wire(cluster: dict[str, Proc], table: str) -> N
                 attach=common_pb2.CardToMeld(card=common_pb2.Card(index=500), meld=1)))))
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await ann.until(lambda r: False)
-        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert await ann.call.code() == grpc.StatusCode.INVALID_ARGUMENT
         # the table is undisturbed: another player still plays
         bob = PlayClient(ch, await login(ch, "bob"))
         bob.open(table)
