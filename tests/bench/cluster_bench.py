@@ -1,36 +1,43 @@
 """Latency and capacity of the gateway + shard path, on this machine (a script, not a test).
 
-    .venv/bin/python tests/bench/cluster_bench.py [--quick] [--loadgens N] [--steps 25,50,...]
-                                                  [--step-s S] [--profile DIR]
+    .venv/bin/python tests/bench/cluster_bench.py [--quick] [--only latency|capacity]
+        [--loadgens N] [--steps 25,50,...] [--step-s S] [--soak-s S] [--soak-tables N]
+        [--profile DIR]
 
-Three measurements in one run, every process real and on loopback:
+Every process is real and on loopback; one run measures:
 
 (a) The floor: a raw two-hop gRPC echo (tests/bench/echo_server.py): this client -> a
     forwarding process that holds ONE multiplexed bidirectional stream to -> an echo server.
-    Raw bytes of an action's size, one request at a time over a long-lived stream; p50/p99 of
-    the round trip after a warm-up.
+    Raw bytes of an action's size, one request at a time over a long-lived stream.
 (b) A real action through a gateway and a shard (`machiavelox gateway`, `machiavelox table`,
     started with `machiavelox.local.processes.start`): a client on a Play stream sends an
     action (alternately Declare and Undeclare of a card it drew, which never runs out) and times
-    until BOTH its Ack and the first event the action produced are back. Twice: alone at the
-    table (b1), and with the two other seats joined from another process (b2, every event fans
-    out to three sessions, as in a real game). Ratios (b)/(a) at p50 and p99; target p50 <= 1.25.
+    until BOTH its Ack and the first event the action produced are back; a fresh table every
+    100 actions. (b1) alone at the table; (b2) with the two other seats joined from another
+    process (every event fans out to three sessions, as in a real game). (a), (b1) and (b2) run
+    in interleaved blocks so that the machine's background load touches them alike; p50/p99
+    of each, CPU per round trip of every process, and the ratios (b)/(a): target p50 <= 1.25.
+    (b3): one table through thousands of actions, first tenth against last tenth (a table's
+    cost must not grow with its history).
 (c) Capacity of ONE shard process behind ONE gateway: load-generator processes (this script
-    with `--role loadgen`) hold three Play streams per table, raw gRPC with bytes, many streams
-    per connection, and every player acts about once a second (open loop, at most 5 actions
-    outstanding). Tables ramp in steps; each step is held and measured; per step: tables,
-    players, actions/s achieved against the target, p50/p99 of the round trip (an action still
-    unanswered 1 s after the window counts at its age), and CPU% of every process from
-    /proc/<pid>/stat over the window (and of the whole machine, 200% = both cores). The ramp
-    stops at the first step past 50 ms p99 or below 90% of the actions/s target, then bisects
-    between the last step that held and that one. Target: >= 1000 tables.
+    with `--role loadgen`) hold three Play streams per table, raw gRPC with bytes, 30 streams
+    per connection; every player acts about once a second (open loop, at most 5 actions
+    outstanding): Declare and Undeclare in turn, and every 21st action a Draw. Tables ramp in steps, each on freshly started processes, held and measured
+    for a window: tables, players, actions/s achieved against the target, p50/p99 of the round
+    trip (an action still unanswered 1 s after the window counts at its age), CPU% of every
+    process from /proc/<pid>/stat (100% = one core; "other" = processes not of this bench) and
+    of the machine (200% = both cores). The ramp stops at the first step past 50 ms p99 or
+    below 90% of the actions/s target, then bisects between the last step that held and it.
+    A step that failed while other processes took over 20% CPU is measured again. Target:
+    >= 1000 tables. Then a soak: 3/4 of the most that held, on one shard process, window
+    after window for minutes (a shard's cost must not grow with its uptime).
 
-`--profile DIR` also runs `py-spy record` (if installed: `.venv/bin/pip install py-spy`) on the
-shard and the gateway during every step's window and prints their hottest functions; sampling
-costs some CPU, so take the figures from a run without it.
+`--profile DIR` also runs `py-spy record --gil --native` (`.venv/bin/pip install py-spy`) on the
+shard and the gateway during every window and prints their hottest functions; sampling costs
+CPU, so take the figures from a run without it.
 
 Every process it starts stops by itself: the helpers exit when their standard input closes
-and after a maximum lifetime; the services get SIGTERM at the end.
+and after a maximum lifetime; the services get SIGTERM at the end of each step.
 """
 
 from __future__ import annotations
@@ -81,6 +88,11 @@ REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
 SNAPSHOT, EVENT, ACK, REFUSED = 0x0A, 0x12, 0x1A, 0x22
 PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
 AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
+# A load-generator player's actions: Declare and Undeclare of its card in turn, and a Draw
+# after every 10 pairs (its pozzetto is empty then), which keeps the table's inactivity
+# countdown (M7, 2 min) from firing: the tables of a step all start together and would
+# otherwise all get their forced draws at the same instant, a burst real tables do not have.
+CYCLE = 21
 LAST_KIND = {"declare": "declared", "undeclare": "void"}  # the last event of each action
 
 
@@ -461,6 +473,7 @@ class StepResult:
     calate: float  # calate opened so far per table (they stay in the table: its age)
     label: str = ""
     disturbed: bool = False  # other processes took over DISTURBED% CPU and it failed: retried
+    uptime: float = 0.0  # seconds the shard had run when the window began
     profile: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
     @property
@@ -475,26 +488,41 @@ class StepResult:
 
 
 class Capacity:
+    """Capacity steps, each on a fresh shard, gateway and load generators (`start()`), since a
+    shard's cost grows with its uptime (see the soak)."""
+
     def __init__(self, tmp: Path, n_loadgens: int, per_conn: int, step_s: float,
                  warm_s: float, profile: Path | None, out: TextIO) -> None:
         self.tmp = tmp
+        self.n_loadgens = n_loadgens
+        self.per_conn = per_conn
         self.step_s = step_s
         self.warm_s = warm_s
         self.profile = profile
         self.out = out
+        self.procs: list[Proc] = []
+        self.loadgens: list[Helper] = []
+        self.tables = 0
+        self.started = 0.0
+        self.clusters = 0
+        self.windows = 0
+
+    def start(self) -> None:
+        self.close()
+        self.clusters += 1
         shard_port = free_port()
         env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
                "MACHIAVELOX_TABLE_CAPACITY": "100000", "MACHIAVELOX_TOKEN_KEY": KEY,
                "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}"}
-        self.procs: list[Proc] = []
-        self.loadgens: list[Helper] = []
-        self.shard = start("cap-shard", "table", env, tmp)
+        n = self.clusters
+        self.shard = start(f"cap{n}-shard", "table", env, self.tmp)
         self.procs.append(self.shard)
-        self.gateway = start("cap-gateway", "gateway", env, tmp)
+        self.gateway = start(f"cap{n}-gateway", "gateway", env, self.tmp)
         self.procs.append(self.gateway)
-        for i in range(n_loadgens):
-            self.loadgens.append(loadgen(f"lg{i}", tmp, self.gateway.address,
-                                         self.shard.address, per_conn))
+        self.started = time.monotonic()
+        for i in range(self.n_loadgens):
+            self.loadgens.append(loadgen(f"cap{n}-lg{i}", self.tmp, self.gateway.address,
+                                         self.shard.address, self.per_conn))
         for lg in self.loadgens:
             assert lg.reply() == "ready"
         self.tables = 0
@@ -508,6 +536,8 @@ class Capacity:
         for p in reversed(self.procs):
             with contextlib.suppress(Exception):
                 p.stop()
+        self.loadgens.clear()
+        self.procs.clear()
 
     def _all(self, command: dict[str, Any]) -> list[Any]:
         for lg in self.loadgens:
@@ -549,6 +579,9 @@ class Capacity:
                 "loadgen": [lg.pid for lg in self.loadgens], "bench": [os.getpid()]}
 
     def wait_quiet(self, limit_s: float = QUIET_WAIT_S) -> None:
+        if not self.procs:
+            wait_quiet(self.out, limit_s)
+            return
         end = time.monotonic() + limit_s
         while time.monotonic() < end:
             window = CpuWindow(self._ours())
@@ -557,10 +590,16 @@ class Capacity:
             if window.end()["other"] <= DISTURBED:
                 return
 
-    def step(self, tables: int, label: str = "") -> StepResult:
+    def step(self, tables: int, label: str = "", fresh: bool = True) -> StepResult:
+        """One measured window at `tables` tables; on a fresh cluster unless `fresh` is off."""
+        if fresh or not self.procs:
+            self.start()
         setup_s = self.ensure(tables)
-        self.activate(tables)
-        self.settle(tables * 3, 20.0)
+        if fresh:
+            self.activate(tables)
+            self.settle(tables * 3, 20.0)
+        uptime = time.monotonic() - self.started
+        self.windows += 1
         spies = self._spy(tables)
         window = CpuWindow({**self._ours(), "profiler": [popen.pid for _, popen, _ in spies]})
         for lg in self.loadgens:
@@ -579,7 +618,7 @@ class Capacity:
             skipped=sum(r["skipped"] for r in replies), late=sum(r["late"] for r in replies),
             lag_p99=max(r["lag_p99"] for r in replies), samples=len(lat),
             calate=sum(r["calate"] * r["tables"] for r in replies) / max(1, tables), label=label,
-            profile=profile)
+            profile=profile, uptime=uptime)
         if setup_s > 1:
             print(f"    (set up {tables} tables in {setup_s:.1f} s)", file=self.out, flush=True)
         return result
@@ -591,7 +630,7 @@ class Capacity:
         self.profile.mkdir(parents=True, exist_ok=True)
         out = []
         for name, proc in (("shard", self.shard), ("gateway", self.gateway)):
-            path = self.profile / f"{name}-{tables}.txt"
+            path = self.profile / f"{name}-{tables}t-c{self.clusters}-{self.windows}.txt"
             popen = subprocess.Popen(
                 [spy, "record", "--gil", "--native", "-r", "100", "-d", str(int(self.step_s)),
                  "-f", "raw", "-o", str(path), "-p", str(proc.popen.pid)],
@@ -657,13 +696,12 @@ def hottest(raw: str, top: int = 14) -> list[tuple[str, float]]:
 
 # ============================================================================ the load generator
 class Player:
-    __slots__ = ("by_seq", "call", "declared", "n", "pair", "pending", "table")
+    __slots__ = ("by_seq", "call", "n", "pair", "pending", "table")
 
     def __init__(self, call: Any, table: int) -> None:
         self.call = call
         self.table = table
         self.pair: tuple[common_pb2.Action, common_pb2.Action] | None = None
-        self.declared = False
         self.n = 0
         self.pending: dict[str, int] = {}  # action id -> send time (until the ack)
         self.by_seq: dict[int, int] = {}  # ack seq -> send time (until its first event)
@@ -774,10 +812,11 @@ class LoadGen:
             if len(p.pending) + len(p.by_seq) >= MAX_OUTSTANDING:
                 self.skipped += 1
                 continue
+            step = p.n % CYCLE
             p.n += 1
             action_id = str(p.n)
-            data = action_bytes(action_id, p.pair[1 if p.declared else 0])
-            p.declared = not p.declared
+            action = DRAW if step == CYCLE - 1 else p.pair[step % 2]
+            data = action_bytes(action_id, action)
             p.pending[action_id] = now_ns()
             await p.call.write(data)
 
@@ -800,7 +839,8 @@ class LoadGen:
                 [*p.pending.values(), *p.by_seq.values()] if begin <= sent < end]
         lat = [d for sent, d in self.done if begin <= sent < end]
         active = [p for p in self.players if p.table < self.active]
-        calate = sum((p.n + 1) // 2 for p in active) / max(1, len(active) // 3)
+        calate = sum(p.n // CYCLE * (CYCLE // 2) + (p.n % CYCLE + 1) // 2
+                     for p in active) / max(1, len(active) // 3)
         return {"lat": [round(d / 1e6, 3) for d in lat + late], "done": len(lat),
                 "calate": calate, "tables": len(active) // 3,
                 "late": len(late), "refused": self.refused - refused0,
@@ -898,6 +938,10 @@ def describe(name: str, lat: list[float]) -> str:
             f"max={max(lat):.2f} ms")
 
 
+HEADER = ("  tables players target achieved   p50ms   p99ms  shard  gatew  loadg  other  mach."
+          "  lag99  late  skip refu calate")
+
+
 def step_line(r: StepResult) -> str:
     lg = r.cpu.get("loadgen", 0.0)
     verdict = r.verdict
@@ -916,10 +960,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--per-conn", type=int, default=30,
                         help="Play streams per HTTP/2 connection of a load generator")
     parser.add_argument("--steps", default="",
-                        help="tables per ramp step, e.g. 25,50,100 (200x5: five steps of 200)")
-    parser.add_argument("--keep-going", action="store_true",
-                        help="do not stop at the first failed step (e.g. --steps 200x12 watches "
-                        "one load over time)")
+                        help="tables per ramp step, e.g. 25,50,100")
+    parser.add_argument("--soak-s", type=float, default=-1.0,
+                        help="then hold 3/4 of the best step this long on one shard (default "
+                        "240, quick 0)")
+    parser.add_argument("--soak-tables", type=int, default=0,
+                        help="tables of the soak (default: 3/4 of the most that held)")
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds measured per step")
     parser.add_argument("--profile", type=Path, default=None,
                         help="run py-spy on shard and gateway during each step, raw output here")
@@ -1020,28 +1066,25 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
 def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                    summary: dict[str, Any]) -> None:
     quick = args.quick
-    steps = ([int(n) for part in args.steps.split(",")
-              for n in [part.split("x")[0]] * int(part.split("x")[1] if "x" in part else 1)]
-             if args.steps else
+    steps = ([int(n) for n in args.steps.split(",")] if args.steps else
              [25, 100, 300] if quick else [25, 50, 100, 200, 300, 400, 600, 800, 1000, 1200])
     step_s = args.step_s or (3.0 if quick else 10.0)
+    soak_s = args.soak_s if args.soak_s >= 0 else (0.0 if quick else 240.0)
     bisections = 0 if quick or args.steps else 2
     n_loadgens = args.loadgens or 1
     print(f"(c) capacity: one shard, one gateway, {n_loadgens} load generator(s), 3 players "
-          f"per table, ~1 action/s each, {step_s:.0f} s per step; a step holds at p99 <= "
-          f"{P99_LIMIT_MS:.0f} ms and >= {RATE_FLOOR:.0%} of the actions/s target", file=out,
-          flush=True)
+          f"per table, ~1 action/s each; every step on freshly started processes, {step_s:.0f} s"
+          f" measured; a step holds at p99 <= {P99_LIMIT_MS:.0f} ms and >= {RATE_FLOOR:.0%} of "
+          "the actions/s target", file=out, flush=True)
     print("  (CPU%: 100% = one core; other = processes not of this bench; lag99 = p99 lateness of "
           "the load generator's event loop, ms; late = actions still unanswered 1 s after the "
           "window, counted at their age; skip = beats skipped at 5 outstanding; refu = refusals;"
           " calate = calate opened per table so far, the tables' age)", file=out)
-    print("  tables players target achieved   p50ms   p99ms  shard  gatew  loadg  other  mach."
-          "  lag99  late  skip refu calate", file=out, flush=True)
+    print(HEADER, file=out, flush=True)
     cap = Capacity(tmp, n_loadgens, args.per_conn, step_s, 1.0 if quick else 3.0, args.profile,
                    out)
-    print(f"  (pids: shard {cap.shard.popen.pid}, gateway {cap.gateway.popen.pid}, load "
-          f"generators {' '.join(str(lg.pid) for lg in cap.loadgens)})", file=out, flush=True)
     results: list[StepResult] = []
+    soak: list[StepResult] = []
     try:
         def run(tables: int, label: str = "") -> StepResult:
             for attempt in range(RETRIES + 1):
@@ -1052,13 +1095,14 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                     return r
                 r.disturbed = True
                 print(step_line(r), file=out, flush=True)
+                cap.close()
                 cap.wait_quiet()
             raise AssertionError("unreachable")
 
         failed: StepResult | None = None
         for tables in steps:
             r = run(tables)
-            if not r.held and not args.keep_going:
+            if not r.held:
                 failed = r
                 break
         if failed is not None:
@@ -1070,12 +1114,34 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                     break
                 r = run(mid, label="(bisect)")
                 lo, hi = (mid, hi) if r.held else (lo, mid)
+        best = max((r.tables for r in results if r.held), default=0)
+        soak_tables = args.soak_tables or max(25, best * 3 // 4 // 25 * 25)  # with headroom
+        if soak_s > 0 and soak_tables:
+            print(f"  soak: {soak_tables} tables held on ONE shard process for {soak_s:.0f} s, "
+                  f"{step_s:.0f} s windows back to back", file=out, flush=True)
+            cap.close()
+            cap.wait_quiet()
+            end = None
+            while end is None or time.monotonic() < end:
+                r = cap.step(soak_tables, fresh=end is None)
+                r.disturbed = r.cpu["other"] > DISTURBED and not r.held
+                r.label = f"(soak, shard up {r.uptime:.0f} s)"
+                if end is None:
+                    end = time.monotonic() + soak_s - step_s
+                soak.append(r)
+                print(step_line(r), file=out, flush=True)
     finally:
         cap.close()
     summary["steps"] = results
-    for r in results:
+    summary["soak"] = soak
+    shown = [r for r in results if r.held and r.profile][-1:] + [
+        r for r in results if not r.held and r.profile][:1]
+    if any(r.profile for r in soak):
+        shown.append(max((r for r in soak if r.profile), key=lambda r: r.p99))
+    for r in shown:
         for name, rows in r.profile.items():
-            print(f"  py-spy {name} at {r.tables} tables (share of samples):", file=out)
+            print(f"  py-spy {name} at {r.tables} tables, shard up {r.uptime:.0f} s "
+                  f"({r.verdict}; share of samples):", file=out)
             for label, share in rows:
                 print(f"    {share:5.1f}%  {label}", file=out)
 
@@ -1119,6 +1185,16 @@ def print_summary(summary: dict[str, Any], out: TextIO) -> None:
             print(f"      projection (CPU only, not measured): a shard with a core to itself "
                   f"saturates near {1e6 / per['shard'] / 3:.0f} tables; a gateway with a core "
                   f"to itself near {1e6 / per['gateway'] / 3:.0f} tables", file=out)
+    soak: list[StepResult] = summary.get("soak", [])
+    if soak:
+        clean = [r for r in soak if not r.disturbed]
+        bad = [r for r in clean if not r.held]
+        print(f"  (c) soak at {soak[0].tables} tables, shard up to {soak[-1].uptime:.0f} s: "
+              f"{len(clean) - len(bad)} of {len(clean)} undisturbed windows held; worst p99 "
+              f"{max(r.p99 for r in soak):.0f} ms"
+              + (f"; first failure at shard uptime {bad[0].uptime:.0f} s" if bad else "")
+              + f"; shard CPU {soak[0].cpu['shard']:.0f}% -> {soak[-1].cpu['shard']:.0f}%",
+              file=out)
     if "b3" in summary:
         first, last, n = summary["b3"]
         print(f"  (b3) one table, {n} actions: p50 {first:.3f} ms (first tenth) -> {last:.3f} ms"
