@@ -22,11 +22,12 @@ Every process is real and on loopback; one run measures:
 (c) Capacity of ONE shard process behind ONE gateway: load-generator processes (this script
     with `--role loadgen`) hold three Play streams per table, raw gRPC with bytes, 30 streams
     per connection; every player acts about once a second (open loop, at most 5 actions
-    outstanding): Declare and Undeclare in turn, and every 21st action a Draw. Tables ramp in steps, each on freshly started processes, held and measured
-    for a window: tables, players, actions/s achieved against the target, p50/p99 of the round
-    trip (an action still unanswered 1 s after the window counts at its age), CPU% of every
-    process from /proc/<pid>/stat (100% = one core; "other" = processes not of this bench) and
-    of the machine (200% = both cores). The ramp stops at the first step past 50 ms p99 or
+    outstanding): Declare and Undeclare in turn, and every 21st action a Draw. Tables ramp
+    in steps, each on freshly started processes, held and measured for a window: tables,
+    players, actions/s achieved against the target, p50/p99 of the round trip (an action
+    still unanswered 1 s after the window counts at its age), CPU% of every process from
+    /proc/<pid>/stat (100% = one core; "other" = processes not of this bench) and of the
+    machine (200% = both cores). The ramp stops at the first step past 50 ms p99 or
     below 90% of the actions/s target, then bisects between the last step that held and it.
     A step that failed while other processes took over 20% CPU is measured again. Target:
     >= 1000 tables. Then a soak: 3/4 of the most that held, on one shard process, window

@@ -27,6 +27,7 @@ of M10 in part 1), the run stops there.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
@@ -76,7 +77,13 @@ from .play import RandomPlayers, fits, leans, rearrangements, regular_subsets
 
 T = TypeVar("T")
 
-SETTINGS = settings(max_examples=60, stateful_step_count=60, deadline=None)
+# CI (CI=true) explores a fixed, derandomized set of examples so a landing is reproducible;
+# developers' runs explore new random examples every time (MACHIAVELOX_HYPOTHESIS_RANDOM=1
+# forces that in CI too).
+DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
+SETTINGS = (settings(max_examples=60, stateful_step_count=60, deadline=None,
+                     derandomize=True, database=None) if DERANDOMIZE
+            else settings(max_examples=60, stateful_step_count=60, deadline=None))
 
 # Passing takes seconds; a failure is then shrunk by Hypothesis for up to 5 minutes, which must
 # not be cut short by the suite's 300 s per-test timeout (the report would lose the example).
