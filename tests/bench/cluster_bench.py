@@ -484,7 +484,7 @@ class StepResult:
     @property
     def verdict(self) -> str:
         if self.disturbed:
-            return f"disturbed (other processes {self.cpu['other']:.0f}%): retried"
+            return f"disturbed (other processes {self.cpu['other']:.0f}%)"
         return "held" if self.held else "FAILED"
 
 
@@ -1095,6 +1095,7 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                     print(step_line(r), file=out, flush=True)
                     return r
                 r.disturbed = True
+                r.label = f"{label} -> measured again".strip()
                 print(step_line(r), file=out, flush=True)
                 cap.close()
                 cap.wait_quiet()

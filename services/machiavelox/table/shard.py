@@ -76,6 +76,7 @@ class Shard:
         self.subs: dict[str, dict[str, GatewayLink]] = {}
         self.draining = False
         self._deadlines: list[tuple[int, str]] = []
+        self._armed: dict[str, int] = {}  # table -> the earliest deadline the heap holds for it
         self._wake = asyncio.Event()
         self._reports: set[asyncio.Task[None]] = set()
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
@@ -115,8 +116,11 @@ class Shard:
         return host
 
     def _schedule(self, host: TableHost) -> None:
+        """Arm the table's next deadline; at most one live heap entry per table."""
         at = host.next_wall_deadline()
-        if at is not None:
+        armed = self._armed.get(host.table_id)
+        if at is not None and (armed is None or at < armed):
+            self._armed[host.table_id] = at
             heapq.heappush(self._deadlines, (at, host.table_id))
             if self._deadlines[0][1] == host.table_id:
                 self._wake.set()
@@ -127,7 +131,10 @@ class Shard:
             self._wake.clear()
             now = self.clock()
             while self._deadlines and self._deadlines[0][0] <= now:
-                _, table_id = heapq.heappop(self._deadlines)
+                at, table_id = heapq.heappop(self._deadlines)
+                if self._armed.get(table_id) != at:
+                    continue  # superseded by an earlier deadline armed since
+                del self._armed[table_id]
                 host = self.tables.get(table_id)
                 if host is None:
                     continue
