@@ -54,21 +54,26 @@ async def watching(replica: Replica, *players: str) -> AsyncIterator[ChangeStrea
 
 
 class KeepAlive:
-    """Heartbeats a player every fifth of the silence threshold, like an app."""
+    """Heartbeats a player every fifth of the silence threshold, like an app.
+
+    `stop` lets a heartbeat in flight finish instead of cancelling it, so `last_at` is exactly
+    the last sign of life the server recorded (a cancelled call may still have reached it)."""
 
     def __init__(self, replica: Replica, player: str) -> None:
         self.replica, self.player = replica, player
         self.last_at = 0
+        self.stopping = asyncio.Event()
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self.stopping.is_set():
             self.last_at = await heartbeat(self.replica, self.player)
-            await asyncio.sleep(BEAT_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), BEAT_S)
 
     async def stop(self) -> int:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        self.stopping.set()
+        await self.task
         return self.last_at
 
 
