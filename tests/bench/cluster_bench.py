@@ -86,7 +86,8 @@ RETRIES = 2  # a capacity step that failed while disturbed is measured again, th
 REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
 
 # The first byte of a serialized PlayResponse names its oneof field (field << 3 | 2).
-SNAPSHOT, EVENT, ACK, REFUSED = 0x0A, 0x12, 0x1A, 0x22
+SNAPSHOT, EVENT, ACK, REFUSED, BATCH = 0x0A, 0x12, 0x1A, 0x22, 0x2A
+BATCHED = True  # the apps' protocol: Join.batched (--single: one message per ack and event)
 PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
 AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
 # A load-generator player's actions: Declare and Undeclare of its card in turn, and a Draw
@@ -134,7 +135,26 @@ def token_for(player: str) -> tuple[tuple[str, str], ...]:
 
 
 def join_bytes(table_id: str) -> bytes:
-    return gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)).SerializeToString()
+    return gateway_pb2.PlayRequest(join=gateway_pb2.Join(
+        table_id=table_id, batched=BATCHED)).SerializeToString()
+
+
+def step_of(message: bytes) -> tuple[common_pb2.Ack | None, common_pb2.ActionRefused | None,
+                                     list[common_pb2.Event]]:
+    """(ack, refusal, events) of one serialized PlayResponse, in either protocol."""
+    response = gateway_pb2.PlayResponse.FromString(message)
+    kind = response.WhichOneof("kind")
+    if kind == "batch":
+        b = response.batch
+        return (b.ack if b.HasField("ack") else None,
+                b.refused if b.HasField("refused") else None, list(b.events))
+    if kind == "ack":
+        return response.ack, None, []
+    if kind == "refused":
+        return None, response.refused, []
+    if kind == "event":
+        return None, None, [response.event]
+    return None, None, []
 
 
 def action_bytes(action_id: str, action: common_pb2.Action) -> bytes:
@@ -173,12 +193,12 @@ async def join_and_draw(call: Any, table_id: str, seat: rules.Seat, draw: bool =
         message = await call.read()
         if message is grpc.aio.EOF:
             raise EOFError(f"{table_id}: the stream ended during setup")
-        response = gateway_pb2.PlayResponse.FromString(message)
-        if response.WhichOneof("kind") == "refused":
-            raise RuntimeError(f"{table_id}: draw refused: {response.refused.refusal.code}")
-        ev = response.event
-        if response.HasField("event") and ev.kind == "drew" and ev.player == own and ev.cards:
-            return int(ev.cards[0].index)
+        _, refused, events = step_of(message)
+        if refused is not None:
+            raise RuntimeError(f"{table_id}: draw refused: {refused.refusal.code}")
+        for ev in events:
+            if ev.kind == "drew" and ev.player == own and ev.cards:
+                return int(ev.cards[0].index)
 
 
 # ============================================================================ helper processes
@@ -238,7 +258,8 @@ class Helper:
 
 def loadgen(name: str, log_dir: Path, gateway: str, shard: str, per_conn: int) -> Helper:
     return Helper(name, [str(Path(__file__).resolve()), "--role", "loadgen", "--name", name,
-                         "--gateway", gateway, "--shard", shard, "--per-conn", str(per_conn)],
+                         "--gateway", gateway, "--shard", shard, "--per-conn", str(per_conn),
+                         *([] if BATCHED else ["--single"])],
                   log_dir)
 
 
@@ -432,23 +453,26 @@ async def measure_action(gateway: str, shard: str, name: str, warmup: int, sampl
                 while True:
                     message = await call.read()
                     tag = message[0]
-                    if tag == ACK:
-                        ack_seq = gateway_pb2.PlayResponse.FromString(message).ack.seq
-                    elif tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
+                    if tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
                         break
-                    elif tag == REFUSED:
-                        refusal = gateway_pb2.PlayResponse.FromString(message).refused.refusal
-                        raise RuntimeError(f"refused: {refusal.code}")
+                    if tag == EVENT:
+                        continue
+                    ack, refused, events = step_of(message)
+                    if refused is not None:
+                        raise RuntimeError(f"refused: {refused.refusal.code}")
+                    if ack is not None:
+                        ack_seq = ack.seq
+                    if ack_seq >= 0 and any(ev.seq >= ack_seq for ev in events):
+                        break
                 t1 = now_ns()
                 if i >= warmup:
                     lat.append((t1 - t0) / 1e6)
                 # untimed: read the rest of this action's events before the next one
-                event = gateway_pb2.PlayResponse.FromString(message).event
-                kinds[event.kind] += 1
-                while event.kind != LAST_KIND[names[which]]:
-                    event = gateway_pb2.PlayResponse.FromString(
-                        await asyncio.wait_for(call.read(), 5)).event
-                    kinds[event.kind] += 1
+                seen = [ev.kind for ev in step_of(message)[2] if ev.seq >= ack_seq]
+                kinds[seen[0]] += 1
+                while seen[-1] != LAST_KIND[names[which]]:
+                    seen = [ev.kind for ev in step_of(await asyncio.wait_for(call.read(), 5))[2]]
+                    kinds.update(seen)
             await call.done_writing()
             call.cancel()
             if observers is not None:
@@ -771,10 +795,9 @@ class LoadGen:
     async def _drawn(p: Player, seat: rules.Seat) -> int:
         own = codec.seat_to_pb(seat)
         while True:
-            response = gateway_pb2.PlayResponse.FromString(await p.call.read())
-            ev = response.event
-            if response.HasField("event") and ev.kind == "drew" and ev.player == own and ev.cards:
-                return int(ev.cards[0].index)
+            for ev in step_of(await p.call.read())[2]:
+                if ev.kind == "drew" and ev.player == own and ev.cards:
+                    return int(ev.cards[0].index)
 
     async def _read(self, p: Player) -> None:
         call = p.call
@@ -783,7 +806,9 @@ class LoadGen:
             if message is grpc.aio.EOF:
                 return
             tag = message[0]
-            if tag == EVENT:
+            if tag == BATCH:
+                self._batch(p, message)
+            elif tag == EVENT:
                 if p.by_seq:
                     sent = p.by_seq.pop(event_seq(message), None)
                     if sent is not None and self.recording:
@@ -800,6 +825,24 @@ class LoadGen:
                     self.refused += 1
                     if self.recording:
                         self.done.append((sent, now_ns() - sent))
+
+    def _batch(self, p: Player, message: bytes) -> None:
+        ack, refused, events = step_of(message)
+        if ack is not None:
+            sent = p.pending.pop(ack.client_action_id, None)
+            if sent is not None:
+                p.by_seq[ack.seq] = sent
+        elif refused is not None:
+            sent = p.pending.pop(refused.client_action_id, None)
+            if sent is not None:
+                self.refused += 1
+                if self.recording:
+                    self.done.append((sent, now_ns() - sent))
+        if p.by_seq:
+            for ev in events:
+                sent = p.by_seq.pop(ev.seq, None)
+                if sent is not None and self.recording:
+                    self.done.append((sent, now_ns() - sent))
 
     async def _send(self, p: Player) -> None:
         loop = asyncio.get_running_loop()
@@ -973,6 +1016,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", choices=["latency", "capacity"], default=None,
                         help="only (a)+(b), or only (c)")
     # the helper role (internal)
+    parser.add_argument("--single", action="store_true",
+                        help="the unbatched protocol: one message per ack, refusal and event")
     parser.add_argument("--role", choices=["bench", "loadgen"], default="bench",
                         help=argparse.SUPPRESS)
     parser.add_argument("--name", default="lg", help=argparse.SUPPRESS)
@@ -1208,14 +1253,17 @@ def print_summary(summary: dict[str, Any], out: TextIO) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global BATCHED
     args = parse_args(argv)
+    BATCHED = not args.single
     if args.role == "loadgen":
         asyncio.run(loadgen_main(args))
         return 0
     out = sys.stdout
     started = time.monotonic()
     print(f"cluster bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
-          f"grpcio {grpc.__version__}{', quick' if args.quick else ''}", file=out, flush=True)
+          f"grpcio {grpc.__version__}{', quick' if args.quick else ''}, "
+          f"{'batched' if BATCHED else 'single-message'} Play protocol", file=out, flush=True)
     summary: dict[str, Any] = {}
     other = background_load()
     summary["background"] = other

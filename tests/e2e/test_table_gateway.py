@@ -23,12 +23,14 @@ async def table(cluster: dict[str, Proc]) -> AsyncIterator[str]:
     yield "shard-0.t1"
 
 
-async def test_join_draw_and_see_the_event(cluster: dict[str, Proc], table: str) -> None:
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
+async def test_join_draw_and_see_the_event(cluster: dict[str, Proc], table: str,
+                                           batched: bool) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
         clients = {}
         for name in ("ann", "bob"):
             c = PlayClient(ch, await login(ch, name))
-            c.open(table)
+            c.open(table, batched=batched)
             snap = await c.next()
             assert snap.WhichOneof("kind") == "snapshot"
             assert snap.snapshot.seq == 0 and len(snap.snapshot.view.seats) == 3
@@ -41,6 +43,13 @@ async def test_join_draw_and_see_the_event(cluster: dict[str, Proc], table: str)
         assert mine.event.kind == theirs.event.kind == "drew"
         assert len(mine.event.cards) == 1 and len(theirs.event.cards) == 0  # P5
         assert mine.event.seq == theirs.event.seq == 1
+        if batched:  # the ack and the event it produced came in ONE message
+            [step] = clients["ann"].batches
+            assert step.batch.ack.client_action_id == action_id
+            assert [ev.kind for ev in step.batch.events] == ["drew"]
+            assert [b.batch.HasField("ack") for b in clients["bob"].batches] == [False]
+        else:
+            assert clients["ann"].batches == clients["bob"].batches == []
         for c in clients.values():
             await c.close()
 
@@ -58,15 +67,17 @@ async def test_a_rule_refusal_comes_back_with_its_code(cluster: dict[str, Proc],
         await c.close()
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
 async def test_resume_after_a_cut_gets_exactly_the_missed_events(cluster: dict[str, Proc],
-                                                                 table: str) -> None:
+                                                                 table: str,
+                                                                 batched: bool) -> None:
     async with grpc.aio.insecure_channel(cluster["gateway"].address) as ch:
         ann = PlayClient(ch, await login(ch, "ann"))
         ann.open(table)
         await ann.next()
         bob_token = await login(ch, "bob")
         bob = PlayClient(ch, bob_token)
-        bob.open(table)
+        bob.open(table, batched=batched)
         await bob.next()
         ann.act(rules.Draw(rules.Seat.P1))
         first = await bob.until(lambda r: r.WhichOneof("kind") == "event")
@@ -76,7 +87,7 @@ async def test_resume_after_a_cut_gets_exactly_the_missed_events(cluster: dict[s
         for _ in range(3):
             await ann.until(lambda r: r.WhichOneof("kind") == "ack")
         bob2 = PlayClient(ch, bob_token)
-        bob2.open(table, last_seq=first.event.seq)
+        bob2.open(table, last_seq=first.event.seq, batched=batched)
         seqs = []
         while len(seqs) < 3:
             r = await bob2.next()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 from typing import Any
 
@@ -10,6 +11,7 @@ import grpc
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
+from machiavelox.bots.responses import unbatch
 
 _ids = itertools.count(1)
 
@@ -28,6 +30,8 @@ class PlayClient:
         self._requests: asyncio.Queue[gateway_pb2.PlayRequest | None] = asyncio.Queue()
         self.call: Any = None
         self.received: list[gateway_pb2.PlayResponse] = []
+        self.batches: list[gateway_pb2.PlayResponse] = []  # as they came, when batched
+        self._pending: collections.deque[gateway_pb2.PlayResponse] = collections.deque()
 
     async def _gen(self) -> Any:
         while True:
@@ -36,11 +40,14 @@ class PlayClient:
                 return
             yield item
 
-    def open(self, table_id: str, last_seq: int = 0) -> None:
+    def open(self, table_id: str, last_seq: int = 0, batched: bool = False) -> None:
+        """Join; with `batched`, `next` still returns single messages (a Batch unbatched), and
+        `batches` keeps what came on the wire."""
         metadata = (("authorization", f"Bearer {self.token}"),) if self.token else ()
         self.call = self.stub.Play(self._gen(), metadata=metadata)
+        self._pending.clear()
         self._requests.put_nowait(gateway_pb2.PlayRequest(
-            join=gateway_pb2.Join(table_id=table_id, last_seq=last_seq)))
+            join=gateway_pb2.Join(table_id=table_id, last_seq=last_seq, batched=batched)))
 
     def send_raw(self, request: gateway_pb2.PlayRequest) -> None:
         self._requests.put_nowait(request)
@@ -52,11 +59,17 @@ class PlayClient:
         return action_id
 
     async def next(self, timeout: float = 5.0) -> gateway_pb2.PlayResponse:
-        response: gateway_pb2.PlayResponse = await asyncio.wait_for(self.call.read(), timeout)
-        if response is grpc.aio.EOF:
-            raise EOFError("the stream ended")
-        self.received.append(response)
-        return response
+        if not self._pending:
+            response: gateway_pb2.PlayResponse = await asyncio.wait_for(self.call.read(),
+                                                                        timeout)
+            if response is grpc.aio.EOF:
+                raise EOFError("the stream ended")
+            if response.WhichOneof("kind") == "batch":
+                self.batches.append(response)
+            self._pending.extend(unbatch(response))
+        single = self._pending.popleft()
+        self.received.append(single)
+        return single
 
     async def until(self, predicate: Any, timeout: float = 5.0) -> gateway_pb2.PlayResponse:
         loop = asyncio.get_running_loop()

@@ -19,6 +19,7 @@ from machiavelox._gen.v1 import (
     matchmaking_pb2_grpc,
 )
 
+from .responses import unbatch
 from .strategy import next_action
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ class Bot:
                 yield await requests.get()
 
         call = self.gateway.Play(gen(), metadata=metadata)
-        requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)))
+        requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id,
+                                                                         batched=True)))
 
         async def heartbeats() -> None:  # signs of life (M11.1), as an app sends them
             while True:
@@ -82,41 +84,42 @@ class Bot:
         drew = direct = False
         pending: tuple[str, rules.Action] | None = None
         try:
-            async for response in call:
-                if self.record is not None:
-                    self.record.append(response)
-                kind = response.WhichOneof("kind")
-                if kind == "snapshot":
-                    view = response.snapshot.view
-                    if view.phase == common_pb2.PHASE_ENDED:
-                        return BotOutcome(self.name, table_id, seat, view.result, actions,
-                                          refusals)
-                    if pending is not None:
-                        continue
-                    action = next_action(view, seat, can_close=drew and direct)
-                    if action is None:
-                        await asyncio.sleep(self.interval_s * 5)
+            async for message in call:
+                for response in unbatch(message):
+                    if self.record is not None:
+                        self.record.append(response)
+                    kind = response.WhichOneof("kind")
+                    if kind == "snapshot":
+                        view = response.snapshot.view
+                        if view.phase == common_pb2.PHASE_ENDED:
+                            return BotOutcome(self.name, table_id, seat, view.result, actions,
+                                              refusals)
+                        if pending is not None:
+                            continue
+                        action = next_action(view, seat, can_close=drew and direct)
+                        if action is None:
+                            await asyncio.sleep(self.interval_s * 5)
+                            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+                            continue
+                        await asyncio.sleep(self.interval_s)
+                        action_id = f"{self.name}-{next(self._ids)}"
+                        pending = (action_id, action)
+                        actions += 1
+                        requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
+                            client_action_id=action_id, action=codec.action_to_pb(action))))
+                    elif kind in ("ack", "refused"):
+                        got = response.ack.client_action_id if kind == "ack" else \
+                            response.refused.client_action_id
+                        if pending is not None and got == pending[0]:
+                            if kind == "ack":
+                                drew = drew or isinstance(pending[1], rules.Draw)
+                                direct = direct or isinstance(pending[1], rules.Direct)
+                            else:
+                                refusals += 1
+                            pending = None
+                            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+                    elif kind == "event" and response.event.kind in ("ended", "match-ended"):
                         requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
-                        continue
-                    await asyncio.sleep(self.interval_s)
-                    action_id = f"{self.name}-{next(self._ids)}"
-                    pending = (action_id, action)
-                    actions += 1
-                    requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
-                        client_action_id=action_id, action=codec.action_to_pb(action))))
-                elif kind in ("ack", "refused"):
-                    got = response.ack.client_action_id if kind == "ack" else \
-                        response.refused.client_action_id
-                    if pending is not None and got == pending[0]:
-                        if kind == "ack":
-                            drew = drew or isinstance(pending[1], rules.Draw)
-                            direct = direct or isinstance(pending[1], rules.Direct)
-                        else:
-                            refusals += 1
-                        pending = None
-                        requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
-                elif kind == "event" and response.event.kind in ("ended", "match-ended"):
-                    requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
         finally:
             beating.cancel()
             call.cancel()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
@@ -28,10 +28,16 @@ _REFUSAL_STATUS = {
 
 
 class Session:
-    def __init__(self, player_id: str, table_id: str, last_seq: int) -> None:
+    """One player's Play stream. `batched` sessions get one `Batch` per step of the table (an
+    action's outcome with the events it produced); the others one message per ack, refusal and
+    event."""
+
+    def __init__(self, player_id: str, table_id: str, last_seq: int,
+                 batched: bool = False) -> None:
         self.player_id = player_id
         self.table_id = table_id
         self.last_seq = last_seq
+        self.batched = batched
         self.joined = False
         self.failure: ServiceError | None = None
         self.link: ShardLink | None = None
@@ -40,29 +46,62 @@ class Session:
     # -------------------------------------------------------------- from the shard
     def deliver(self, item: table_pb2.ShardItem) -> None:
         kind = item.WhichOneof("kind")
-        if kind == "snapshot":
+        if kind == "batch":
+            self._batch(item.batch)
+        elif kind == "snapshot":
             self.last_seq = item.snapshot.seq
             self.joined = True
             self._put(gateway_pb2.PlayResponse(snapshot=item.snapshot))
         elif kind == "events":
-            self.joined = True
-            for ev in item.events.events:
-                if ev.seq <= self.last_seq:
-                    continue  # already delivered (a resubscription overlapped)
-                if ev.seq != self.last_seq + 1:
-                    self.resubscribe()  # a gap: ask again from what we have
-                    return
-                self.last_seq = ev.seq
-                self._put(gateway_pb2.PlayResponse(event=ev))
+            self._batch(common_pb2.Batch(events=item.events.events))
         elif kind == "ack":
-            self._put(gateway_pb2.PlayResponse(ack=item.ack))
+            self._batch(common_pb2.Batch(ack=item.ack))
         elif kind == "refused":
             if not self.joined and not item.refused.client_action_id:
                 code = item.refused.refusal.code
                 status = _REFUSAL_STATUS.get(code, grpc.StatusCode.FAILED_PRECONDITION)
                 self.fail(ServiceError(status, code, item.refused.refusal.message))
             else:
-                self._put(gateway_pb2.PlayResponse(refused=item.refused))
+                self._batch(common_pb2.Batch(refused=item.refused))
+
+    def _fresh(self, events: Sequence[common_pb2.Event]) -> tuple[int, int]:
+        """The slice [start, end) of `events` to deliver: after the ones already delivered (a
+        resubscription overlapped), up to a gap, if any (then it asks again from what it has)."""
+        start = 0
+        while start < len(events) and events[start].seq <= self.last_seq:
+            start += 1
+        end, expected = start, self.last_seq + 1
+        while end < len(events) and events[end].seq == expected:
+            end, expected = end + 1, expected + 1
+        if end < len(events):
+            self.resubscribe()
+        return start, end
+
+    def _batch(self, batch: common_pb2.Batch) -> None:
+        start, end = self._fresh(batch.events)
+        if batch.events:
+            self.joined = True
+        if self.batched:
+            if start == 0 and end == len(batch.events):
+                out = batch
+            else:
+                out = common_pb2.Batch(events=batch.events[start:end])
+                if batch.HasField("ack"):
+                    out.ack.CopyFrom(batch.ack)
+                if batch.HasField("refused"):
+                    out.refused.CopyFrom(batch.refused)
+            if end > start:
+                self.last_seq = batch.events[end - 1].seq
+            if end > start or out.HasField("ack") or out.HasField("refused"):
+                self._put(gateway_pb2.PlayResponse(batch=out))
+            return
+        if batch.HasField("ack"):
+            self._put(gateway_pb2.PlayResponse(ack=batch.ack))
+        elif batch.HasField("refused"):
+            self._put(gateway_pb2.PlayResponse(refused=batch.refused))
+        for ev in batch.events[start:end]:
+            self.last_seq = ev.seq
+            self._put(gateway_pb2.PlayResponse(event=ev))
 
     def resubscribe(self) -> None:
         if self.link is not None:

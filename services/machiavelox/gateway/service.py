@@ -41,7 +41,8 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             return
         if first.WhichOneof("kind") != "join" or not first.join.table_id:
             raise invalid_argument("request/join-first", "the first message must join a table")
-        session = Session(player, first.join.table_id, first.join.last_seq)
+        session = Session(player, first.join.table_id, first.join.last_seq,
+                          batched=first.join.batched)
         link = self.links.for_table(session.table_id)
         link.subscribe(session)
         self.presence.connected(player, True)

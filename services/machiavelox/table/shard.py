@@ -148,16 +148,36 @@ class Shard:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, min(delay, 1.0)))
 
-    def _after(self, host: TableHost, events: list[tuple[int, rules.Event]]) -> None:
-        """Deliver new events to every subscribed session, report results, re-arm timers."""
+    def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
+               actor: str = "", outcome: common_pb2.Batch | None = None) -> None:
+        """Deliver one step of a table to every subscribed session, report results, re-arm
+        timers. The actor's session gets its action's `outcome` (ack or refusal) in the same
+        item as the events, so one message carries the whole step. Each event is encoded once
+        (twice when it hides cards from everyone but its owner, P5)."""
         if events:
+            public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
+            secret = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
+                      for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
             for player, link in self.subs.get(host.table_id, {}).items():
-                seat = host.seats[player]
-                link.send(table_pb2.ShardItem(
-                    table_id=host.table_id, player_id=player,
-                    events=table_pb2.EventList(events=[
-                        codec.event_to_pb(ev.for_viewer(seat), seq) for seq, ev in events])))
+                if secret:
+                    seat = host.seats[player]
+                    mine = list(public)
+                    for i, (owner, full) in secret.items():
+                        if owner == seat:
+                            mine[i] = full
+                else:
+                    mine = public
+                batch = (outcome if player == actor and outcome is not None
+                         else common_pb2.Batch())
+                batch.events.extend(mine)
+                link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
+                                              batch=batch))
             self._report(host)
+        elif outcome is not None:
+            own = self.subs.get(host.table_id, {}).get(actor)
+            if own is not None:
+                own.send(table_pb2.ShardItem(table_id=host.table_id, player_id=actor,
+                                             batch=outcome))
         self._schedule(host)
 
     def _report(self, host: TableHost) -> None:
@@ -239,16 +259,19 @@ class Shard:
         action = codec.action_from_pb(host.seats[player], req.action)
         applied = host.apply(player, action, self.clock())
         if applied.error is not None:
-            link.send(table_pb2.ShardItem(
-                table_id=host.table_id, player_id=player,
-                refused=common_pb2.ActionRefused(client_action_id=req.client_action_id,
-                                                 refusal=codec.refusal_to_pb(applied.error))))
+            outcome = common_pb2.Batch(refused=common_pb2.ActionRefused(
+                client_action_id=req.client_action_id,
+                refusal=codec.refusal_to_pb(applied.error)))
         else:
-            link.send(table_pb2.ShardItem(
-                table_id=host.table_id, player_id=player,
-                ack=common_pb2.Ack(client_action_id=req.client_action_id,
-                                   seq=applied.first_seq, arrival_index=applied.arrival)))
-        self._after(host, applied.events)
+            outcome = common_pb2.Batch(ack=common_pb2.Ack(
+                client_action_id=req.client_action_id, seq=applied.first_seq,
+                arrival_index=applied.arrival))
+        if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
+            link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
+                                          batch=outcome))
+            self._after(host, applied.events)
+            return
+        self._after(host, applied.events, player, outcome)
 
     async def close(self) -> None:
         for task in list(self._reports):

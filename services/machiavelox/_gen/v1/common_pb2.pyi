@@ -837,6 +837,44 @@ class Ack(_message.Message):
 Global___Ack: _TypeAlias = Ack  # noqa: Y015
 
 @_typing.final
+class Batch(_message.Message):
+    """What a session receives for one step of its table, in one message (see Join.batched): the
+    outcome of at most one action of its own, then the events that followed, in sequence order.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACK_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ack(self) -> Global___Ack:
+        """The own action was accepted (at most one of ack and refused is set)."""
+
+    @_builtins.property
+    def refused(self) -> Global___ActionRefused:
+        """The own action was refused; nothing changed."""
+
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___Event]:
+        """Events, redacted for this player, consecutive in sequence order."""
+
+    def __init__(
+        self,
+        *,
+        ack: Global___Ack | None = ...,
+        refused: Global___ActionRefused | None = ...,
+        events: _abc.Iterable[Global___Event] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "refused", b"refused"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "events", b"events", "refused", b"refused"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Batch: _TypeAlias = Batch  # noqa: Y015
+
+@_typing.final
 class ActionRefused(_message.Message):
     """A refused action."""
 

@@ -122,21 +122,28 @@ class Join(_message.Message):
 
     TABLE_ID_FIELD_NUMBER: _builtins.int
     LAST_SEQ_FIELD_NUMBER: _builtins.int
+    BATCHED_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table, as assigned by matchmaking."""
     last_seq: _builtins.int
     """The last event sequence number the app has; 0 for a fresh join. The server sends exactly
     the events after it, or a snapshot when they are too old.
     """
+    batched: _builtins.bool
+    """Receive, after the snapshot, `Batch` messages only: an action's ack or refusal together
+    with the events it produced, and other events grouped as they happen (fewer messages,
+    lower latency). False: one message per ack, refusal and event, as before.
+    """
     def __init__(
         self,
         *,
         table_id: _builtins.str = ...,
         last_seq: _builtins.int = ...,
+        batched: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_seq", b"last_seq", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batched", b"batched", "last_seq", b"last_seq", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -223,6 +230,7 @@ class PlayResponse(_message.Message):
     EVENT_FIELD_NUMBER: _builtins.int
     ACK_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def snapshot(self) -> _common_pb2.Snapshot:
         """The full view: first message after a join, or when resuming from too far back."""
@@ -239,6 +247,10 @@ class PlayResponse(_message.Message):
     def refused(self) -> _common_pb2.ActionRefused:
         """The action was refused; nothing changed."""
 
+    @_builtins.property
+    def batch(self) -> _common_pb2.Batch:
+        """An outcome and events together (only to sessions that joined with `batched`)."""
+
     def __init__(
         self,
         *,
@@ -246,12 +258,13 @@ class PlayResponse(_message.Message):
         event: _common_pb2.Event | None = ...,
         ack: _common_pb2.Ack | None = ...,
         refused: _common_pb2.ActionRefused | None = ...,
+        batch: _common_pb2.Batch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event", "ack", "refused"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event", "ack", "refused", "batch"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 

@@ -237,6 +237,7 @@ class ShardItem(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     ACK_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
+    BATCH_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table."""
     player_id: _builtins.str
@@ -257,6 +258,12 @@ class ShardItem(_message.Message):
     def refused(self) -> _common_pb2.ActionRefused:
         """An action was refused."""
 
+    @_builtins.property
+    def batch(self) -> _common_pb2.Batch:
+        """An action's outcome and the events of that step together (the gateway splits it for
+        sessions that did not join `batched`).
+        """
+
     def __init__(
         self,
         *,
@@ -266,12 +273,13 @@ class ShardItem(_message.Message):
         events: Global___EventList | None = ...,
         ack: _common_pb2.Ack | None = ...,
         refused: _common_pb2.ActionRefused | None = ...,
+        batch: _common_pb2.Batch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "events", b"events", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "events", "ack", "refused"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "events", "ack", "refused", "batch"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
