@@ -47,10 +47,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
 import queue
-import random
 import re
 import shutil
 import statistics
@@ -66,139 +64,40 @@ from typing import Any, TextIO
 
 import grpc
 
-from machiavelox import codec, rules
-from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox import rules
 from machiavelox.local.processes import Proc, free_port, start
 
-HERE = Path(__file__).resolve().parent
-KEY = "bench-key-0123456789abcdef"
-PLAY = "/machiavelox.v1.GatewayService/Play"
-ECHO = "/bench.Echo/Stream"
-SHARD = "shard-0"
-P99_LIMIT_MS = 50.0
-RATE_FLOOR = 0.90  # a step holds when it achieves at least this share of its actions/s target
-MAX_OUTSTANDING = 5  # per player: past this the generator skips a beat (and counts it)
-MAX_HELPER_S = 3600.0  # every helper process exits by itself after this
-DISTURBED = 20.0  # CPU% of other processes past which a measurement counts as disturbed
-QUIET_WAIT_S = 120.0  # the longest the bench waits for a quiet machine before a measurement
-RETRIES = 2  # a capacity step that failed while disturbed is measured again, this many times
-REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
-
-# The first byte of a serialized PlayResponse names its oneof field (field << 3 | 2).
-SNAPSHOT, EVENT, ACK, REFUSED, BATCH = 0x0A, 0x12, 0x1A, 0x22, 0x2A
-BATCHED = True  # the apps' protocol: Join.batched (--single: one message per ack and event)
-PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
-AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
-# A load-generator player's actions: Declare and Undeclare of its card in turn, and a Draw
-# after every 10 pairs (its pozzetto is empty then), which keeps the table's inactivity
-# countdown (M7, 2 min) from firing: the tables of a step all start together and would
-# otherwise all get their forced draws at the same instant, a burst real tables do not have.
-CYCLE = 21
-LAST_KIND = {"declare": "declared", "undeclare": "void"}  # the last event of each action
-
-
-def now_ns() -> int:
-    return time.perf_counter_ns()
-
-
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile; NaN for no values."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[i]
-        value |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
-def event_seq(message: bytes) -> int:
-    """The seq of a serialized PlayResponse{event}: its first field (upb writes in field order)."""
-    _, i = _varint(message, 1)  # the length of the Event
-    if message[i] != 0x08:  # seq is field 1, varint
-        return gateway_pb2.PlayResponse.FromString(message).event.seq
-    return _varint(message, i + 1)[0]
-
-
-def token_for(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
-
-
-def join_bytes(table_id: str) -> bytes:
-    return gateway_pb2.PlayRequest(join=gateway_pb2.Join(
-        table_id=table_id, batched=BATCHED)).SerializeToString()
-
-
-def step_of(message: bytes) -> tuple[common_pb2.Ack | None, common_pb2.ActionRefused | None,
-                                     list[common_pb2.Event]]:
-    """(ack, refusal, events) of one serialized PlayResponse, in either protocol."""
-    response = gateway_pb2.PlayResponse.FromString(message)
-    kind = response.WhichOneof("kind")
-    if kind == "batch":
-        b = response.batch
-        return (b.ack if b.HasField("ack") else None,
-                b.refused if b.HasField("refused") else None, list(b.events))
-    if kind == "ack":
-        return response.ack, None, []
-    if kind == "refused":
-        return None, response.refused, []
-    if kind == "event":
-        return None, None, [response.event]
-    return None, None, []
-
-
-def action_bytes(action_id: str, action: common_pb2.Action) -> bytes:
-    return gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
-        client_action_id=action_id, action=action)).SerializeToString()
-
-
-def pair_actions(seat: rules.Seat, card_index: int) -> tuple[common_pb2.Action, common_pb2.Action]:
-    card = rules.ALL_CARDS[card_index]
-    return (codec.action_to_pb(rules.Declare(seat, (card,))),
-            codec.action_to_pb(rules.Undeclare(seat, (card,))))
-
-
-DRAW = codec.action_to_pb(rules.Draw(rules.Seat.P1))  # the wire form has no seat
-
-
-async def create_table(shard: str, table_id: str, players: list[str]) -> None:
-    async with grpc.aio.insecure_channel(shard) as ch:
-        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
-            table_pb2.CreateTableRequest(table_id=table_id, player_ids=players,
-                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)
-
-
-async def join_and_draw(call: Any, table_id: str, seat: rules.Seat, draw: bool = True,
-                        wait_card: bool = True) -> int:
-    """Join, take the snapshot, draw one card; the drawn card's index (-1: not waited for)."""
-    await call.write(join_bytes(table_id))
-    while (await call.read())[0] != SNAPSHOT:
-        pass
-    if draw:
-        await call.write(action_bytes("draw", DRAW))
-    if not (draw and wait_card):
-        return -1
-    own = codec.seat_to_pb(seat)
-    while True:
-        message = await call.read()
-        if message is grpc.aio.EOF:
-            raise EOFError(f"{table_id}: the stream ended during setup")
-        _, refused, events = step_of(message)
-        if refused is not None:
-            raise RuntimeError(f"{table_id}: draw refused: {refused.refusal.code}")
-        for ev in events:
-            if ev.kind == "drew" and ev.player == own and ev.cards:
-                return int(ev.cards[0].index)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import (
+    AGING,
+    AGING_QUICK,
+    DISTURBED,
+    ECHO,
+    EVENT,
+    HERE,
+    KEY,
+    LAST_KIND,
+    MAX_HELPER_S,
+    OPTIONS,
+    P99_LIMIT_MS,
+    PER_TABLE,
+    PLAY,
+    QUIET_WAIT_S,
+    RATE_FLOOR,
+    REPLY_TIMEOUT_S,
+    RETRIES,
+    SHARD,
+    action_bytes,
+    create_table,
+    event_seq,
+    join_and_draw,
+    now_ns,
+    pair_actions,
+    pct,
+    step_of,
+    token_for,
+)
+from loadgens import loadgen_main
 
 
 # ============================================================================ helper processes
@@ -256,10 +155,12 @@ class Helper:
                 self.popen.wait()
 
 
-def loadgen(name: str, log_dir: Path, gateway: str, shard: str, per_conn: int) -> Helper:
+def loadgen(name: str, log_dir: Path, gateway: str, shard: str, per_conn: int,
+            via: str = "") -> Helper:
     return Helper(name, [str(Path(__file__).resolve()), "--role", "loadgen", "--name", name,
                          "--gateway", gateway, "--shard", shard, "--per-conn", str(per_conn),
-                         *([] if BATCHED else ["--single"])],
+                         "--via", via or OPTIONS["via"],
+                         *([] if OPTIONS["batched"] else ["--single"])],
                   log_dir)
 
 
@@ -719,258 +620,6 @@ def hottest(raw: str, top: int = 14) -> list[tuple[str, float]]:
     return out
 
 
-# ============================================================================ the load generator
-class Player:
-    __slots__ = ("by_seq", "call", "n", "pair", "pending", "table")
-
-    def __init__(self, call: Any, table: int) -> None:
-        self.call = call
-        self.table = table
-        self.pair: tuple[common_pb2.Action, common_pb2.Action] | None = None
-        self.n = 0
-        self.pending: dict[str, int] = {}  # action id -> send time (until the ack)
-        self.by_seq: dict[int, int] = {}  # ack seq -> send time (until its first event)
-
-
-class LoadGen:
-    """Many Play streams in one process; every player acts about once a second."""
-
-    def __init__(self, name: str, gateway: str, shard: str, per_conn: int) -> None:
-        self.name = name
-        self.gateway = gateway
-        self.shard = shard
-        self.per_conn = per_conn
-        self.channels: list[grpc.aio.Channel] = []
-        self.streams = 0
-        self.players: list[Player] = []
-        self.tasks: list[asyncio.Task[None]] = []
-        self.observed: list[tuple[Any, asyncio.Task[None]]] = []
-        self.tables = 0
-        self.active = 0
-        self.period = 1.0
-        self.done: list[tuple[int, int]] = []  # (send ns, latency ns) while recording
-        self.recording = False
-        self.refused = 0
-        self.skipped = 0
-        self.lags: list[float] = []
-
-    def _channel(self) -> grpc.aio.Channel:
-        if self.streams % self.per_conn == 0:  # a new connection of its own
-            self.channels.append(grpc.aio.insecure_channel(
-                self.gateway, options=[("grpc.use_local_subchannel_pool", 1)]))
-        self.streams += 1
-        return self.channels[-1]
-
-    async def add(self, count: int) -> None:
-        shard = grpc.aio.insecure_channel(self.shard)
-        stub = table_pb2_grpc.TableAuthorityServiceStub(shard)
-        try:
-            first = self.tables
-            for lo in range(first, first + count, 50):
-                await asyncio.gather(*(self._table(stub, i)
-                                       for i in range(lo, min(first + count, lo + 50))))
-            self.tables = first + count
-        finally:
-            await shard.close()
-
-    async def _table(self, stub: Any, index: int) -> None:
-        table_id = f"{SHARD}.{self.name}t{index}"
-        names = [f"{self.name}t{index}{s}" for s in ("a", "b", "c")]
-        await stub.CreateTable(table_pb2.CreateTableRequest(
-            table_id=table_id, player_ids=names, kind=table_pb2.MATCH_KIND_SINGLE), timeout=30)
-        seats = (rules.Seat.P1, rules.Seat.P2, rules.Seat.P3)
-        players = [Player(self._channel().stream_stream(PLAY)(metadata=token_for(n)), index)
-                   for n in names]
-        for p in players:  # one after another: each sees the others' draws, which it skips
-            await join_and_draw(p.call, table_id, rules.Seat.P1, wait_card=False)
-        cards = await asyncio.gather(*(self._drawn(p, seat)
-                                       for p, seat in zip(players, seats, strict=True)))
-        for p, seat, card in zip(players, seats, cards, strict=True):
-            p.pair = pair_actions(seat, card)
-            self.players.append(p)
-            self.tasks.append(asyncio.create_task(self._read(p)))
-            self.tasks.append(asyncio.create_task(self._send(p)))
-
-    @staticmethod
-    async def _drawn(p: Player, seat: rules.Seat) -> int:
-        own = codec.seat_to_pb(seat)
-        while True:
-            for ev in step_of(await p.call.read())[2]:
-                if ev.kind == "drew" and ev.player == own and ev.cards:
-                    return int(ev.cards[0].index)
-
-    async def _read(self, p: Player) -> None:
-        call = p.call
-        while True:
-            message = await call.read()
-            if message is grpc.aio.EOF:
-                return
-            tag = message[0]
-            if tag == BATCH:
-                self._batch(p, message)
-            elif tag == EVENT:
-                if p.by_seq:
-                    sent = p.by_seq.pop(event_seq(message), None)
-                    if sent is not None and self.recording:
-                        self.done.append((sent, now_ns() - sent))
-            elif tag == ACK:
-                ack = gateway_pb2.PlayResponse.FromString(message).ack
-                sent = p.pending.pop(ack.client_action_id, None)
-                if sent is not None:
-                    p.by_seq[ack.seq] = sent
-            elif tag == REFUSED:
-                refused = gateway_pb2.PlayResponse.FromString(message).refused
-                sent = p.pending.pop(refused.client_action_id, None)
-                if sent is not None:
-                    self.refused += 1
-                    if self.recording:
-                        self.done.append((sent, now_ns() - sent))
-
-    def _batch(self, p: Player, message: bytes) -> None:
-        ack, refused, events = step_of(message)
-        if ack is not None:
-            sent = p.pending.pop(ack.client_action_id, None)
-            if sent is not None:
-                p.by_seq[ack.seq] = sent
-        elif refused is not None:
-            sent = p.pending.pop(refused.client_action_id, None)
-            if sent is not None:
-                self.refused += 1
-                if self.recording:
-                    self.done.append((sent, now_ns() - sent))
-        if p.by_seq:
-            for ev in events:
-                sent = p.by_seq.pop(ev.seq, None)
-                if sent is not None and self.recording:
-                    self.done.append((sent, now_ns() - sent))
-
-    async def _send(self, p: Player) -> None:
-        loop = asyncio.get_running_loop()
-        at = loop.time() + random.uniform(0, self.period)
-        assert p.pair is not None
-        while True:
-            await asyncio.sleep(max(0.0, at - loop.time()))
-            at += self.period * random.uniform(0.9, 1.1)
-            if p.table >= self.active:
-                continue
-            if len(p.pending) + len(p.by_seq) >= MAX_OUTSTANDING:
-                self.skipped += 1
-                continue
-            step = p.n % CYCLE
-            p.n += 1
-            action_id = str(p.n)
-            action = DRAW if step == CYCLE - 1 else p.pair[step % 2]
-            data = action_bytes(action_id, action)
-            p.pending[action_id] = now_ns()
-            await p.call.write(data)
-
-    def outstanding(self) -> int:
-        return sum(len(p.pending) + len(p.by_seq) for p in self.players if p.table < self.active)
-
-    async def measure(self, seconds: float, grace: float = 1.0) -> dict[str, Any]:
-        self.done.clear()
-        self.lags.clear()
-        refused0, skipped0 = self.refused, self.skipped
-        self.recording = True
-        begin = now_ns()
-        lag_task = asyncio.create_task(self._lag(seconds))
-        await asyncio.sleep(seconds)
-        end = now_ns()
-        await asyncio.sleep(grace)
-        self.recording = False
-        await lag_task
-        late = [now_ns() - sent for p in self.players for sent in
-                [*p.pending.values(), *p.by_seq.values()] if begin <= sent < end]
-        lat = [d for sent, d in self.done if begin <= sent < end]
-        active = [p for p in self.players if p.table < self.active]
-        calate = sum(p.n // CYCLE * (CYCLE // 2) + (p.n % CYCLE + 1) // 2
-                     for p in active) / max(1, len(active) // 3)
-        return {"lat": [round(d / 1e6, 3) for d in lat + late], "done": len(lat),
-                "calate": calate, "tables": len(active) // 3,
-                "late": len(late), "refused": self.refused - refused0,
-                "skipped": self.skipped - skipped0, "lag_p99": pct(self.lags, 99)}
-
-    async def _lag(self, seconds: float) -> None:
-        """The event loop's lateness: how much later than asked a 10 ms sleep wakes up."""
-        loop = asyncio.get_running_loop()
-        end = loop.time() + seconds
-        while loop.time() < end:
-            t0 = loop.time()
-            await asyncio.sleep(0.01)
-            self.lags.append((loop.time() - t0 - 0.01) * 1000)
-
-    async def observe(self, table_id: str, players: list[str]) -> None:
-        """Join the given seats and only read (the silent players of measurement (b2))."""
-        for name in players:
-            call = self._channel().stream_stream(PLAY)(metadata=token_for(name))
-            await join_and_draw(call, table_id, rules.Seat.P1, draw=False)
-            self.observed.append((call, asyncio.create_task(self._drain(call))))
-
-    async def unobserve(self) -> None:
-        for call, task in self.observed:
-            task.cancel()
-            call.cancel()
-        self.observed.clear()
-
-    @staticmethod
-    async def _drain(call: Any) -> None:
-        while await call.read() is not grpc.aio.EOF:
-            pass
-
-    async def close(self) -> None:
-        await self.unobserve()
-        for task in self.tasks:
-            task.cancel()
-        for p in self.players:
-            p.call.cancel()
-        for ch in self.channels:
-            await ch.close(grace=None)
-
-
-async def loadgen_main(args: argparse.Namespace) -> None:
-    gen = LoadGen(args.name, args.gateway, args.shard, args.per_conn)
-
-    async def watchdog() -> None:
-        await asyncio.sleep(MAX_HELPER_S)
-        os._exit(3)
-
-    guard = asyncio.create_task(watchdog())
-
-    def reply(value: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(value) + "\n")
-        sys.stdout.flush()
-
-    print("ready", flush=True)
-    try:
-        while True:
-            line = await asyncio.to_thread(sys.stdin.readline)
-            if not line:
-                break
-            command = json.loads(line)
-            cmd = command["cmd"]
-            if cmd == "add":
-                await gen.add(command["tables"])
-                reply({"ok": True, "tables": gen.tables})
-            elif cmd == "active":
-                gen.active = command["tables"]
-                reply({"ok": True})
-            elif cmd == "status":
-                reply({"outstanding": gen.outstanding(), "tables": gen.tables})
-            elif cmd == "measure":
-                reply(await gen.measure(command["seconds"]))
-            elif cmd == "observe":
-                await gen.observe(command["table"], command["players"])
-                reply({"ok": True})
-            elif cmd == "unobserve":
-                await gen.unobserve()
-                reply({"ok": True})
-            elif cmd == "stop":
-                break
-    finally:
-        guard.cancel()
-        await gen.close()
-
-
 # ============================================================================ the report
 def fmt_ms(v: float) -> str:
     return f"{v:7.3f}" if v < 10 else f"{v:7.1f}"
@@ -1016,6 +665,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", choices=["latency", "capacity"], default=None,
                         help="only (a)+(b), or only (c)")
     # the helper role (internal)
+    parser.add_argument("--via", choices=["shard", "gateway"], default="shard",
+                        help="(c): load generators speak to the shard as gateways do (default), "
+                        "or play as apps through a gateway process")
     parser.add_argument("--single", action="store_true",
                         help="the unbatched protocol: one message per ack, refusal and event")
     parser.add_argument("--role", choices=["bench", "loadgen"], default="bench",
@@ -1044,7 +696,7 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
         procs.append(start("lat-shard", "table", env, tmp))
         procs.append(start("lat-gateway", "gateway", env, tmp))
         shard, gateway = procs[0].address, procs[1].address
-        observers = loadgen("observers", tmp, gateway, shard, 30)
+        observers = loadgen("observers", tmp, gateway, shard, 30, via="gateway")
         assert observers.reply() == "ready"
         assert floor.meter is not None
         service_pids = {"client": [os.getpid()], "gateway": [procs[1].popen.pid],
@@ -1118,7 +770,10 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
     soak_s = args.soak_s if args.soak_s >= 0 else (0.0 if quick else 240.0)
     bisections = 0 if quick or args.steps else 2
     n_loadgens = args.loadgens or 1
-    print(f"(c) capacity: one shard, one gateway, {n_loadgens} load generator(s), 3 players "
+    via = ("each load generator speaks to the shard as one gateway does (one multiplexed "
+           "Connect stream)" if OPTIONS["via"] == "shard" else
+           "apps' Play streams through one gateway process")
+    print(f"(c) capacity: one shard; {via}; {n_loadgens} load generator(s), 3 players "
           f"per table, ~1 action/s each; every step on freshly started processes, {step_s:.0f} s"
           f" measured; a step holds at p99 <= {P99_LIMIT_MS:.0f} ms and >= {RATE_FLOOR:.0%} of "
           "the actions/s target", file=out, flush=True)
@@ -1229,9 +884,11 @@ def print_summary(summary: dict[str, Any], out: TextIO) -> None:
                    for name in ("shard", "gateway", "loadgen")}
             print("      CPU per action there: " + ", ".join(
                 f"{name} {us:.0f} us" for name, us in per.items()), file=out)
+            gateway = (f"; a gateway with a core to itself near "
+                       f"{1e6 / per['gateway'] / 3:.0f} tables" if per["gateway"] else "")
             print(f"      projection (CPU only, not measured): a shard with a core to itself "
-                  f"saturates near {1e6 / per['shard'] / 3:.0f} tables; a gateway with a core "
-                  f"to itself near {1e6 / per['gateway'] / 3:.0f} tables", file=out)
+                  f"saturates near {1e6 / max(1.0, per['shard']) / 3:.0f} tables{gateway}",
+                  file=out)
     soak: list[StepResult] = summary.get("soak", [])
     if soak:
         clean = [r for r in soak if not r.disturbed]
@@ -1253,9 +910,9 @@ def print_summary(summary: dict[str, Any], out: TextIO) -> None:
 
 
 def main(argv: list[str]) -> int:
-    global BATCHED
     args = parse_args(argv)
-    BATCHED = not args.single
+    OPTIONS["batched"] = not args.single
+    OPTIONS["via"] = args.via
     if args.role == "loadgen":
         asyncio.run(loadgen_main(args))
         return 0
@@ -1263,7 +920,8 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     print(f"cluster bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
           f"grpcio {grpc.__version__}{', quick' if args.quick else ''}, "
-          f"{'batched' if BATCHED else 'single-message'} Play protocol", file=out, flush=True)
+          f"{'batched' if OPTIONS['batched'] else 'single-message'} Play protocol, "
+          f"capacity load via the {OPTIONS['via']}", file=out, flush=True)
     summary: dict[str, Any] = {}
     other = background_load()
     summary["background"] = other

@@ -18,6 +18,7 @@ import grpc
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import ServiceError, failed_precondition, not_found
+from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +128,13 @@ class Session:
 
 
 class ShardLink:
-    def __init__(self, shard_id: str, address: str, retry_s: float = 0.5) -> None:
+    def __init__(self, shard_id: str, address: str, retry_s: float = 0.5,
+                 window_s: float = DEFAULT_WINDOW_S) -> None:
         self.shard_id = shard_id
         self.address = address
         self.retry_s = retry_s
         self.sessions: dict[tuple[str, str], Session] = {}
-        self._outbox: asyncio.Queue[table_pb2.GatewayItem] = asyncio.Queue()
+        self._outbox: Outbox[table_pb2.GatewayItem] = Outbox(window_s)
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self._connections = 0
@@ -149,7 +151,7 @@ class ShardLink:
 
     # -------------------------------------------------------------- sending
     def send(self, item: table_pb2.GatewayItem) -> None:
-        self._outbox.put_nowait(item)
+        self._outbox.put(item)
 
     def subscribe(self, session: Session) -> None:
         key = (session.table_id, session.player_id)
@@ -171,10 +173,7 @@ class ShardLink:
 
     # -------------------------------------------------------------- the stream
     async def _frames(self) -> AsyncIterator[table_pb2.ConnectRequest]:
-        while True:
-            items = [await self._outbox.get()]
-            while not self._outbox.empty():
-                items.append(self._outbox.get_nowait())
+        async for items in self._outbox.batches():
             yield table_pb2.ConnectRequest(items=items)
 
     async def _run(self) -> None:
@@ -205,9 +204,11 @@ class ShardLink:
 class ShardLinks:
     """The links of a gateway, one per shard, opened on first use."""
 
-    def __init__(self, resolve: dict[str, str], template: str) -> None:
+    def __init__(self, resolve: dict[str, str], template: str,
+                 window_s: float = DEFAULT_WINDOW_S) -> None:
         self.resolve = resolve
         self.template = template
+        self.window_s = window_s
         self.links: dict[str, ShardLink] = {}
 
     def for_table(self, table_id: str) -> ShardLink:
@@ -218,7 +219,7 @@ class ShardLinks:
                 self.template.format(shard=shard_id) if self.template else None)
             if address is None or "." not in table_id:
                 raise not_found("table/unknown", f"no shard owns table {table_id}")
-            link = self.links[shard_id] = ShardLink(shard_id, address)
+            link = self.links[shard_id] = ShardLink(shard_id, address, window_s=self.window_s)
             link.start()
         return link
 

@@ -18,7 +18,7 @@ from .settings import GatewaySettings
 
 
 async def serve(settings: GatewaySettings) -> None:
-    links = ShardLinks(settings.shards, settings.shard_template)
+    links = ShardLinks(settings.shards, settings.shard_template, settings.batch_window_s)
     presence = PresenceReporter(settings.presence, settings.gateway_id)
     servicer = Gateway(HmacTokens(settings.token_key), links, presence)
 

@@ -16,6 +16,7 @@ class GatewaySettings:
     shards: dict[str, str]  # MACHIAVELOX_GATEWAY_SHARDS: shard-0=host:port,...
     shard_template: str  # MACHIAVELOX_GATEWAY_SHARD_TEMPLATE: "{shard}.svc:7100"
     presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = none)
+    batch_window_s: float  # MACHIAVELOX_BATCH_WINDOW_MS: frame pacing under load (Outbox)
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -37,6 +38,7 @@ class GatewaySettings:
             shards=shards,
             shard_template=template,
             presence=env_str("PRESENCE_ADDRESS", ""),
+            batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )
@@ -47,3 +49,9 @@ class GatewaySettings:
         if self.shard_template:
             return self.shard_template.format(shard=shard_id)
         return None
+
+
+def _window(ms: float) -> float:
+    if not 0 <= ms <= 50:
+        raise SettingsError("MACHIAVELOX_BATCH_WINDOW_MS must be between 0 and 50")
+    return ms / 1000

@@ -27,7 +27,7 @@ async def serve(settings: TableSettings) -> None:
     reporter = ScoringReporter(settings.scoring, settings.shard_id)
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
                   settings.time_scale)
-    servicer = TableAuthority(shard)
+    servicer = TableAuthority(shard, settings.batch_window_s)
     watcher = PresenceWatcher(settings.presence, shard)
 
     def register(server: grpc.aio.Server) -> None:

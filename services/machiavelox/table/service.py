@@ -11,6 +11,7 @@ from typing import Any
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import invalid_argument
+from machiavelox.platform.outbox import DEFAULT_WINDOW_S
 
 from .shard import GatewayLink, Shard
 
@@ -21,12 +22,13 @@ _KINDS = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
 
 
 class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: Shard, batch_window_s: float = DEFAULT_WINDOW_S) -> None:
         self.shard = shard
+        self.batch_window_s = batch_window_s
 
     async def Connect(self, request_iterator: AsyncIterator[table_pb2.ConnectRequest],
                       context: Any) -> AsyncIterator[table_pb2.ConnectResponse]:
-        link = GatewayLink(context.peer())
+        link = GatewayLink(context.peer(), self.batch_window_s)
         log.info("gateway connected", extra={"peer": link.name})
 
         async def read() -> None:

@@ -18,6 +18,7 @@ class TableSettings:
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = results are only logged)
     presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = liveness only from gateways)
     time_scale: float  # MACHIAVELOX_TABLE_TIME_SCALE: 1 in production; > 1 speeds up demos
+    batch_window_s: float  # MACHIAVELOX_BATCH_WINDOW_MS: frame pacing under load (Outbox)
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -31,6 +32,7 @@ class TableSettings:
             scoring=env_str("SCORING_ADDRESS", ""),
             presence=env_str("PRESENCE_ADDRESS", ""),
             time_scale=_positive(env_float("TABLE_TIME_SCALE", 1.0)),
+            batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )
@@ -40,3 +42,9 @@ def _positive(scale: float) -> float:
     if scale <= 0:
         raise SettingsError("MACHIAVELOX_TABLE_TIME_SCALE must be positive")
     return scale
+
+
+def _window(ms: float) -> float:
+    if not 0 <= ms <= 50:
+        raise SettingsError("MACHIAVELOX_BATCH_WINDOW_MS must be between 0 and 50")
+    return ms / 1000

@@ -24,6 +24,7 @@ from machiavelox.platform.errors import (
     not_found,
     permission_denied,
 )
+from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
 
 from .host import TableHost
 
@@ -34,34 +35,21 @@ ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any
 
 
 class GatewayLink:
-    """One gateway's multiplexed stream: an outbox flushed in batches."""
+    """One gateway's multiplexed stream: an outbox flushed in frames (see `Outbox`)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, window_s: float = DEFAULT_WINDOW_S) -> None:
         self.name = name
-        self._queue: asyncio.Queue[table_pb2.ShardItem | None] = asyncio.Queue()
+        self._outbox: Outbox[table_pb2.ShardItem] = Outbox(window_s)
 
     def send(self, item: table_pb2.ShardItem) -> None:
-        self._queue.put_nowait(item)
+        self._outbox.put(item)
 
     def close(self) -> None:
-        self._queue.put_nowait(None)
+        self._outbox.close()
 
     async def frames(self) -> AsyncIterator[table_pb2.ConnectResponse]:
-        while True:
-            first = await self._queue.get()
-            if first is None:
-                return
-            items = [first]
-            closing = False
-            while not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    closing = True
-                    break
-                items.append(nxt)
+        async for items in self._outbox.batches():
             yield table_pb2.ConnectResponse(items=items)
-            if closing:
-                return
 
 
 class Shard:
