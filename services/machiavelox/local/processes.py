@@ -29,6 +29,22 @@ def free_port() -> int:
         return port
 
 
+def log_problems(text: str) -> list[str]:
+    """The lines of a JSON-lines log that show trouble: ERROR/CRITICAL records, and raw lines
+    that look like a crash (a traceback, a gRPC core error, an ERROR word)."""
+    bad = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if "Traceback" in line or line.startswith("E0") or "ERROR" in line:
+                bad.append(line)
+            continue
+        if not isinstance(record, dict) or record.get("level") in ("ERROR", "CRITICAL"):
+            bad.append(line)
+    return bad
+
+
 @dataclass
 class Proc:
     name: str

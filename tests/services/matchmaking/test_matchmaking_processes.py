@@ -20,9 +20,9 @@ from machiavelox._gen.v1 import (
     table_pb2_grpc,
 )
 from machiavelox.gateway.auth import HmacTokens
+from machiavelox.local.processes import Proc, free_port, start
 from machiavelox.platform.errors import REASON_KEY
 from tests.support.client import PlayClient, login
-from tests.support.processes import Proc, free_port, start
 
 KEY = "test-key-0123456789abcdef"
 STEP_S = 10.0  # the longest any single expected reply may take

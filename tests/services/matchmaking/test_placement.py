@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.local.processes import free_port
 from machiavelox.matchmaking.placement import NoShardError, Placement, TableRequest
 from machiavelox.platform.errors import ErrorInterceptor, failed_precondition
-from tests.support.processes import free_port
 
 
 class FakeShard(table_pb2_grpc.TableAuthorityServiceServicer):

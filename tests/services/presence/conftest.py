@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +19,7 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+from machiavelox.local.processes import MACHIAVELOX, free_port, log_problems
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 SERVICE = "machiavelox.v1.PresenceService"
@@ -30,37 +27,8 @@ SILENCE_MS = 400
 """Small, so tests are fast; the test heartbeats every 80 ms, a fifth of it."""
 
 
-def machiavelox_command() -> str:
-    beside = Path(sys.executable).parent / "machiavelox"
-    found = str(beside) if beside.exists() else shutil.which("machiavelox")
-    assert found, "the machiavelox command is not installed (pip install -e .)"
-    return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def problems_in_log(text: str) -> list[str]:
-    """ERROR/CRITICAL records, and anything that looks like a crash, in a JSON-lines stderr."""
-    bad = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if "Traceback" in line or "ERROR" in line:
-                bad.append(line)
-            continue
-        if not isinstance(record, dict) or record.get("level") in ("ERROR", "CRITICAL"):
-            bad.append(line)
-    return bad
 
 
 @dataclass
@@ -92,7 +60,7 @@ class Launcher:
         env["MACHIAVELOX_PRESENCE_HOST"] = "127.0.0.1"
         stderr_path = self.workdir / f"presence-{port}.stderr"
         with stderr_path.open("wb") as err:
-            proc = subprocess.Popen([machiavelox_command(), "presence"], env=env,
+            proc = subprocess.Popen([*MACHIAVELOX, "presence"], env=env,
                                     stdin=subprocess.DEVNULL, stdout=err, stderr=err)
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
         stub = cast("presence_pb2_grpc.PresenceServiceAsyncStub",
@@ -138,7 +106,7 @@ class Launcher:
             log = replica.stderr()
             if code != 0:
                 failures.append(f"port {replica.port}: exit code {code}\n{log}")
-            bad = problems_in_log(log)
+            bad = log_problems(log)
             if bad:
                 failures.append(f"port {replica.port}: error lines\n" + "\n".join(bad))
         if failures:

@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from machiavelox._gen.v1 import presence_pb2
+from machiavelox.local.processes import MACHIAVELOX
 
 from .conftest import (
     SILENCE_MS,
@@ -21,7 +22,6 @@ from .conftest import (
     Launcher,
     Replica,
     free_port,
-    machiavelox_command,
     now_ms,
     redis_keys,
 )
@@ -203,7 +203,7 @@ async def test_sigterm_ends_watch_streams_and_exits_cleanly(launcher: Launcher) 
 def test_bad_settings_refuse_to_start() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
     env["MACHIAVELOX_PRESENCE_REDIS_URL"] = "127.0.0.1:6379"
-    run = subprocess.run([machiavelox_command(), "presence"], env=env, capture_output=True,
+    run = subprocess.run([*MACHIAVELOX, "presence"], env=env, capture_output=True,
                          text=True, timeout=30)
     assert run.returncode == 2
     assert "MACHIAVELOX_PRESENCE_REDIS_URL" in run.stderr
@@ -213,7 +213,7 @@ def test_unreachable_redis_fails_fast() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
     env["MACHIAVELOX_PRESENCE_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"  # no Redis
     env["MACHIAVELOX_PRESENCE_PORT"] = "0"
-    run = subprocess.run([machiavelox_command(), "presence"], env=env, capture_output=True,
+    run = subprocess.run([*MACHIAVELOX, "presence"], env=env, capture_output=True,
                          text=True, timeout=30)
     assert run.returncode == 1
     assert "cannot start" in run.stderr

@@ -8,13 +8,10 @@ postgresql://root@127.0.0.1:5432/test); each test gets a fresh schema, dropped a
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from psycopg import sql
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
+from machiavelox.local.processes import MACHIAVELOX, free_port, log_problems
 
 if TYPE_CHECKING:  # the async stub type exists in the .pyi only
     from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
@@ -71,13 +69,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class ScoringProcess:
     """One `machiavelox scoring` process and an asyncio channel to it."""
 
@@ -106,7 +97,7 @@ class ScoringProcess:
         self.log_paths.append(log_path)
         with log_path.open("wb") as stderr:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "machiavelox.cli", "scoring"], env=env,
+                [*MACHIAVELOX, "scoring"], env=env,
                 cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=stderr)
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=FAST_RECONNECT)
@@ -143,17 +134,7 @@ class ScoringProcess:
 
     def error_lines(self) -> list[str]:
         """ERROR or CRITICAL records, tracebacks and gRPC core errors of the current run."""
-        bad = []
-        for line in self.log_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                if "Traceback" in line or line.startswith("E0") or "ERROR" in line:
-                    bad.append(line)
-                continue
-            if record.get("level") in ("ERROR", "CRITICAL"):
-                bad.append(line)
-        return bad
+        return log_problems(self.log_text())
 
     async def _close_channel(self) -> None:
         if self.channel is not None:
