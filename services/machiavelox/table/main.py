@@ -46,8 +46,11 @@ async def serve(settings: TableSettings) -> None:
         await shard.close()
         await reporter.close()
 
+    async def before_stop() -> None:
+        await shard.drain_for_shutdown(settings.drain_s)
+
     await run_until_signalled(service, f"table shard {settings.shard_id}",
-                              after_stop=after_stop)
+                              before_stop=before_stop, after_stop=after_stop)
 
 
 def main(argv: list[str]) -> int:

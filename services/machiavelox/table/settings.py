@@ -19,6 +19,9 @@ class TableSettings:
     presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = liveness only from gateways)
     time_scale: float  # MACHIAVELOX_TABLE_TIME_SCALE: 1 in production; > 1 speeds up demos
     batch_window_s: float  # MACHIAVELOX_BATCH_WINDOW_MS: frame pacing under load (Outbox)
+    # MACHIAVELOX_TABLE_DRAIN_S: on SIGTERM, how long the shard keeps serving its tables in play
+    # before it stops (0 locally; the Helm chart sets it below terminationGracePeriodSeconds)
+    drain_s: float
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -33,6 +36,7 @@ class TableSettings:
             presence=env_str("PRESENCE_ADDRESS", ""),
             time_scale=_positive(env_float("TABLE_TIME_SCALE", 1.0)),
             batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
+            drain_s=max(0.0, env_float("TABLE_DRAIN_S", 0.0)),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )

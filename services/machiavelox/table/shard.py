@@ -261,6 +261,28 @@ class Shard:
             return
         self._after(host, applied.events, player, outcome)
 
+    async def drain_for_shutdown(self, limit_s: float) -> int:
+        """On SIGTERM: place no new table, keep serving the tables in play until they have all
+        ended or `limit_s` has passed; the number still in play then (a scale-down drains a
+        shard before it stops it, so normally none)."""
+        self.draining = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        in_play = self.tables_in_play
+        if in_play:
+            log.warning("shutting down with %d tables in play: serving them until they end, "
+                        "at most %.0f s", in_play, limit_s,
+                        extra={"shard_id": self.shard_id, "tables": in_play})
+        while self.tables_in_play and loop.time() < deadline:
+            await asyncio.sleep(min(0.2, max(0.0, deadline - loop.time())))
+        left = self.tables_in_play
+        if left:
+            log.error("stopping with %d tables still in play after %.0f s", left, limit_s,
+                      extra={"shard_id": self.shard_id, "tables": left})
+        elif in_play:
+            log.info("every table in play has ended: stopping", extra={"shard_id": self.shard_id})
+        return left
+
     async def close(self) -> None:
         for task in list(self._reports):
             await asyncio.wait([task], timeout=5)
