@@ -5,6 +5,11 @@ gateway, each its own process on loopback. It prints the gateway's address and s
 Ctrl-C, then stops every service gracefully. `--demo N` also runs N bots to the end of their
 matches, prints the results and the leaderboard, and stops: the README's main job. The demo
 runs the tables' rules clock faster (`--time-scale`), so that 2-minute rules take seconds.
+
+Every service serves `/metrics` on its own port: from `--metrics-base-port` (9464) up, in the
+order gateway, shard-0, shard-1, matchmaking, scoring, presence (any free ports when either
+base port is 0); they are printed at start-up, and deploy/prometheus/prometheus-local.yml
+scrapes the default ones. Tracing follows the OTEL_* variables of the environment.
 """
 
 from __future__ import annotations
@@ -19,39 +24,61 @@ from pathlib import Path
 from .processes import Proc, free_port, start
 
 KEY = "local-development-key-not-a-secret"
+NAMES = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
+METRICS_BASE_PORT = 9464
+METRICS_PORT = "MACHIAVELOX_METRICS_PORT"
 
 
-def launch(base: int, data_dir: Path, logs: Path, time_scale: float) -> dict[str, Proc]:
-    """Start every service; `base` 0 picks free ports (tests)."""
-    names = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
+def metrics_ports(base: int, metrics_base: int) -> dict[str, int]:
+    """Each service's /metrics port: consecutive from `metrics_base`, free ones if either base
+    is 0."""
+    if base and metrics_base:
+        return {name: metrics_base + i for i, name in enumerate(NAMES)}
+    return {name: free_port() for name in NAMES}
+
+
+def metrics_port(proc: Proc) -> int:
+    """The /metrics port a service started by `launch` serves."""
+    return int(proc.env[METRICS_PORT])
+
+
+def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
+           metrics_base: int = METRICS_BASE_PORT) -> dict[str, Proc]:
+    """Start every service; `base` 0 picks free ports (tests), for /metrics too."""
+    names = NAMES
     if base:
         ports = dict(zip(names, (base, base + 101, base + 102, base + 200, base + 300,
                                  base + 400), strict=True))
     else:
         ports = {name: free_port() for name in names}
+    metrics = metrics_ports(base, metrics_base)
     common = {"MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_LOG_LEVEL": "INFO"}
+
+    def own(name: str) -> dict[str, str]:
+        return {**common, METRICS_PORT: str(metrics[name])}
+
     shards = f"shard-0=127.0.0.1:{ports['shard-0']},shard-1=127.0.0.1:{ports['shard-1']}"
     procs: dict[str, Proc] = {}
     try:
         procs["presence"] = start("presence", "presence", {
-            **common, "MACHIAVELOX_PRESENCE_PORT": str(ports["presence"])}, logs)
+            **own("presence"), "MACHIAVELOX_PRESENCE_PORT": str(ports["presence"])}, logs)
         procs["scoring"] = start("scoring", "scoring", {
-            **common, "MACHIAVELOX_SCORING_PORT": str(ports["scoring"]),
+            **own("scoring"), "MACHIAVELOX_SCORING_PORT": str(ports["scoring"]),
             "MACHIAVELOX_SCORING_DATABASE_URL": f"sqlite:///{data_dir / 'scoring.sqlite3'}"},
             logs)
         for shard in ("shard-0", "shard-1"):
             procs[shard] = start(shard, "table", {
-                **common, "MACHIAVELOX_SHARD_ID": shard,
+                **own(shard), "MACHIAVELOX_SHARD_ID": shard,
                 "MACHIAVELOX_TABLE_PORT": str(ports[shard]),
                 "MACHIAVELOX_TABLE_TIME_SCALE": str(time_scale),
                 "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}",
                 "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
         procs["matchmaking"] = start("matchmaking", "matchmaking", {
-            **common, "MACHIAVELOX_MATCHMAKING_PORT": str(ports["matchmaking"]),
+            **own("matchmaking"), "MACHIAVELOX_MATCHMAKING_PORT": str(ports["matchmaking"]),
             "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
             "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}"}, logs)
         procs["gateway"] = start("gateway", "gateway", {
-            **common, "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
+            **own("gateway"), "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
             "MACHIAVELOX_GATEWAY_SHARDS": shards,
             "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
     except BaseException:
@@ -75,6 +102,8 @@ def stop_all(procs: dict[str, Proc]) -> list[str]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="machiavelox up", description=__doc__)
     parser.add_argument("--base-port", type=int, default=7000)
+    parser.add_argument("--metrics-base-port", type=int, default=METRICS_BASE_PORT,
+                        help="first /metrics port (default 9464; 0: free ports)")
     parser.add_argument("--data-dir", default=".machiavelox-data")
     parser.add_argument("--demo", type=int, default=0, metavar="N",
                         help="run N bots (a multiple of 3) to the end, then stop")
@@ -86,9 +115,11 @@ def main(argv: list[str]) -> int:
     logs = Path(tempfile.mkdtemp(prefix="machiavelox-logs-"))
     scale = args.time_scale if args.time_scale is not None else (30.0 if args.demo else 1.0)
     print(f"starting the cluster (logs in {logs}) ...", flush=True)
-    procs = launch(args.base_port, data_dir, logs, scale)
+    procs = launch(args.base_port, data_dir, logs, scale, args.metrics_base_port)
     gateway = procs["gateway"].address
     print(f"gateway listening on {gateway}", flush=True)
+    print("metrics: " + ", ".join(f"{name} http://127.0.0.1:{metrics_port(proc)}/metrics"
+                                  for name, proc in procs.items()), flush=True)
     code = 0
     try:
         if args.demo:

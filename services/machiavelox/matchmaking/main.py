@@ -2,7 +2,8 @@
 
 Settings come from the environment (see `settings.py`): MACHIAVELOX_MATCHMAKING_HOST, _PORT,
 _SHARDS, _TICK_MS, _WINDOW, _WIDEN_PER_S, MACHIAVELOX_TOKEN_KEY, MACHIAVELOX_SCORING_ADDRESS,
-MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL. Exit codes: 0 stopped cleanly, 1 could not start,
+MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL, MACHIAVELOX_METRICS_PORT, _METRICS_HOST and the
+OTEL_* variables (platform/telemetry.py). Exit codes: 0 stopped cleanly, 1 could not start,
 2 bad settings.
 """
 
@@ -20,9 +21,11 @@ import grpc
 from machiavelox._gen.v1 import matchmaking_pb2_grpc
 from machiavelox.gateway.auth import HmacTokens
 from machiavelox.platform import logs
+from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.settings import SettingsError
 
+from .metrics import MatchmakingMetrics
 from .placement import Placement
 from .ratings import Ratings
 from .service import SERVICE_NAME, Agora, MatchmakingService, ResultsFollower
@@ -36,18 +39,23 @@ def monotonic_ms() -> int:
 
 
 async def serve(settings: MatchmakingSettings) -> None:
-    placement = Placement(settings.shards)
-    agora = Agora(Ratings(), placement, monotonic_ms, settings.window, settings.widen_per_s)
+    obs = Observability("matchmaking", settings.observability)
+    metrics = MatchmakingMetrics(obs.registry)
+    placement = Placement(settings.shards, interceptors=obs.client_interceptors())
+    agora = Agora(Ratings(), placement, monotonic_ms, settings.window, settings.widen_per_s,
+                  metrics=metrics, telemetry=obs.telemetry)
+    metrics.track_waiting(lambda: len(agora.queue), agora.lobbies.waiting_seats)
     servicer = MatchmakingService(agora, HmacTokens(settings.token_key))
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [SERVICE_NAME],
-                      register)
+                      register, name="matchmaking", observability=obs)
     tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching")]
     if settings.scoring:
-        follower = ResultsFollower(settings.scoring, agora.apply_result)
+        follower = ResultsFollower(settings.scoring, agora.apply_result,
+                                   interceptors=obs.client_interceptors())
         tasks.append(asyncio.create_task(follower.run(), name="results"))
     else:
         log.warning("no MACHIAVELOX_SCORING_ADDRESS: nobody is rated, and seated players stay "

@@ -21,6 +21,7 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -56,8 +57,10 @@ class NoShardError(Exception):
 
 class Placement:
     def __init__(self, shards: Mapping[str, str], new_suffix: Callable[[], str] = random_suffix,
-                 timeout_s: float = 2.0) -> None:
-        self._channels = {sid: grpc.aio.insecure_channel(address)
+                 timeout_s: float = 2.0, interceptors: Sequence[Any] = ()) -> None:
+        """`interceptors`: client interceptors for the shards' channels (tracing)."""
+        self._channels = {sid: grpc.aio.insecure_channel(address,
+                                                         interceptors=list(interceptors) or None)
                           for sid, address in shards.items()}
         self._stubs = {sid: table_pb2_grpc.TableAuthorityServiceStub(channel)
                        for sid, channel in self._channels.items()}

@@ -218,6 +218,11 @@ class FriendlyLobbies:
     def get(self, code: str) -> Lobby | None:
         return self._lobbies.get(code)
 
+    def waiting_seats(self) -> int:
+        """Seats taken at lobbies whose table is not created yet."""
+        return sum(len(lobby.players) for lobby in list(self._lobbies.values())
+                   if not lobby.table_id)
+
     def create(self, creator: str, kind: MatchKind, now_ms: int) -> Lobby:
         """A new lobby with a fresh code; the creator joins it like everyone else."""
         for _ in range(100):

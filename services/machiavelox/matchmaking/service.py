@@ -15,6 +15,11 @@ start-up (which also rebuilds every rating from the whole log), frees the player
 result with match_ended=true and rates competitive results. Without MACHIAVELOX_SCORING_ADDRESS
 nobody is ever rated and seated players stay seated (`ticket/seated`) until matchmaking restarts,
 which is acceptable only for tests and demos. State is in memory: one matchmaking replica.
+
+Observability (`metrics.py`): the wait from a ticket's start to its assignment, tickets ended
+by outcome, tickets waiting, placement failures; every round of table creation is a
+`matchmaking.place` span linked to the Enqueue/JoinFriendlyTable spans of the tickets it
+seats, with the shards' CreateTable calls as its children.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import grpc
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, SpanContext
 
 from machiavelox import rules
 from machiavelox._gen.v1 import (
@@ -47,7 +55,9 @@ from machiavelox.platform.errors import (
     permission_denied,
     unavailable,
 )
+from machiavelox.platform.telemetry import Attr, SpanName, Telemetry
 
+from .metrics import COMPETITIVE, FRIENDLY, MatchmakingMetrics
 from .placement import NoShardError, Placed, TableRequest
 from .queue import (
     FriendlyLobbies,
@@ -121,6 +131,7 @@ class Watch:
     started_ms: int
     outcome: asyncio.Future[Placed | End] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future())
+    span: SpanContext | None = None  # the stream's server span, for the placement's links
 
     def finish(self, outcome: Placed | End) -> None:
         if not self.outcome.done():
@@ -146,8 +157,12 @@ class Agora:
                  window: float, widen_per_s: float, update_s: float = 1.0,
                  new_id: Callable[[], str] = new_ticket_id,
                  make_code: Callable[[], str] = new_code,
-                 shuffle: Callable[[list[str]], None] | None = None) -> None:
+                 shuffle: Callable[[list[str]], None] | None = None,
+                 metrics: MatchmakingMetrics | None = None,
+                 telemetry: Telemetry | None = None) -> None:
         self.ratings = ratings
+        self.metrics = metrics
+        self.telemetry = telemetry
         self.placer = placer
         self.clock = clock
         self.update_s = update_s
@@ -163,7 +178,9 @@ class Agora:
     # ------------------------------------------------------------------ streams
     def _open(self, player: str, kind: Literal["queue", "lobby"], ref: str, ticket_id: str,
               started_ms: int) -> Watch:
-        watch = Watch(ticket_id, player, kind, ref, started_ms)
+        span = trace.get_current_span().get_span_context()
+        watch = Watch(ticket_id, player, kind, ref, started_ms,
+                      span=span if span.is_valid else None)
         self._watches[ticket_id] = watch
         if kind == "lobby":
             self._lobby_watches.setdefault(ref, set()).add(watch)
@@ -184,18 +201,35 @@ class Agora:
 
     async def _follow(self, watch: Watch, window: Callable[[], float]
                       ) -> AsyncGenerator[Update, None]:
-        while True:
-            waited_s = max(0, self.clock() - watch.started_ms) // 1000
-            yield Waiting(watch.ticket_id, waited_s, window())
-            done, _ = await asyncio.wait({watch.outcome}, timeout=self.update_s)
-            if done:
-                break
-        outcome = watch.outcome.result()
-        if outcome is End.STOPPING:
-            raise unavailable("matchmaking/stopping", "matchmaking is shutting down; queue again")
-        if isinstance(outcome, Placed):
-            players = self.roster.players_at(outcome.table_id)
-            yield Assigned(watch.ticket_id, outcome.table_id, outcome.shard_id, players)
+        ended = "left"  # the stream closed before an outcome
+        try:
+            while True:
+                waited_s = max(0, self.clock() - watch.started_ms) // 1000
+                yield Waiting(watch.ticket_id, waited_s, window())
+                done, _ = await asyncio.wait({watch.outcome}, timeout=self.update_s)
+                if done:
+                    break
+            outcome = watch.outcome.result()
+            if outcome is End.STOPPING:
+                ended = "stopped"
+                raise unavailable("matchmaking/stopping",
+                                  "matchmaking is shutting down; queue again")
+            if isinstance(outcome, Placed):
+                ended = "assigned"
+                self._ticket_ended(watch, ended)
+                players = self.roster.players_at(outcome.table_id)
+                yield Assigned(watch.ticket_id, outcome.table_id, outcome.shard_id, players)
+            else:
+                ended = "cancelled"
+        finally:
+            if ended != "assigned":
+                self._ticket_ended(watch, ended)
+
+    def _ticket_ended(self, watch: Watch, outcome: str) -> None:
+        if self.metrics is not None:
+            queue = COMPETITIVE if watch.kind == "queue" else FRIENDLY
+            self.metrics.ticket_ended(queue, outcome,
+                                      max(0, self.clock() - watch.started_ms) / 1000)
 
     # ------------------------------------------------------------------ competitive
     async def enqueue(self, player: str) -> AsyncGenerator[Update, None]:
@@ -279,7 +313,14 @@ class Agora:
         if not requests:
             return
         try:
-            results = await self.placer.place_many(requests)
+            if self.telemetry is None:
+                results = await self.placer.place_many(requests)
+            else:
+                links = self._links(groups, lobbies)
+                with self.telemetry.span(SpanName.MATCHMAKING_PLACE, context=Context(),
+                                         attributes={"machiavelox.tables": len(requests)},
+                                         links=links):
+                    results = await self.placer.place_many(requests)
         except Exception as err:  # a bug or a broken channel: keep everyone waiting
             log.exception("placement failed")
             results = [NoShardError(str(err)) for _ in requests]
@@ -290,9 +331,20 @@ class Agora:
                                           results[len(groups):], strict=True):
             self._friendly_placed(lobby, request, result)
 
+    def _links(self, groups: Sequence[tuple[Ticket, ...]], lobbies: Sequence[Lobby]
+               ) -> list[Link]:
+        """Links from a placement to the streams of the tickets it seats."""
+        watches = [self._watches.get(t.ticket_id) for group in groups for t in group]
+        for lobby in lobbies:
+            watches += self._lobby_watches.get(lobby.code, ())
+        return [Link(w.span, {Attr.PLAYER: w.player, Attr.TICKET: w.ticket_id})
+                for w in watches if w is not None and w.span is not None]
+
     def _competitive_placed(self, group: tuple[Ticket, ...], request: TableRequest,
                             result: Placed | NoShardError) -> None:
         if isinstance(result, NoShardError):
+            if self.metrics is not None:
+                self.metrics.placement_failed(COMPETITIVE)
             alive = tuple(t for t in group if t.ticket_id in self._watches)
             for ticket in group:
                 self.roster.free(ticket.player)
@@ -311,6 +363,8 @@ class Agora:
     def _friendly_placed(self, lobby: Lobby, request: TableRequest,
                          result: Placed | NoShardError) -> None:
         if isinstance(result, NoShardError):
+            if self.metrics is not None:
+                self.metrics.placement_failed(FRIENDLY)
             self.lobbies.not_placed(lobby.code)
             log.warning("no shard for a friendly table (%s); retrying", result,
                         extra={"code": lobby.code})
@@ -359,14 +413,16 @@ class ResultsFollower:
     """Follows scoring's results log from offset 0, resuming after the last record applied."""
 
     def __init__(self, address: str, apply: Callable[[scoring_pb2.ReportResultRequest], None],
-                 retry_s: float = 1.0) -> None:
+                 retry_s: float = 1.0, interceptors: Sequence[Any] = ()) -> None:
         self.address = address
         self.apply = apply
         self.retry_s = retry_s
+        self.interceptors = list(interceptors)
         self.next_offset = 0
 
     async def run(self) -> None:
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        async with grpc.aio.insecure_channel(self.address,
+                                             interceptors=self.interceptors or None) as channel:
             stub = scoring_pb2_grpc.ScoringServiceStub(channel)
             while True:
                 try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import SettingsError, env_float, env_int, env_map, env_str
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -22,6 +23,7 @@ class MatchmakingSettings:
     widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
+    observability: ObservabilitySettings  # OTEL_*, MACHIAVELOX_METRICS_PORT, _METRICS_HOST
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MatchmakingSettings:
@@ -62,4 +64,5 @@ class MatchmakingSettings:
             widen_per_s=widen,
             grace_s=grace_s,
             log_level=level,
+            observability=ObservabilitySettings.from_env("matchmaking", env),
         )

@@ -1,6 +1,9 @@
 """Structured JSON logs: one formatter for every service, context fields as `extra`.
 
     log.info("action applied", extra={"table_id": t, "player": p, "seq": n})
+
+A record logged while a span is current also gets its `trace_id` and `span_id` (hex, as trace
+back-ends show them), so a log line leads to its trace and back.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ import logging
 import sys
 import time
 
+from opentelemetry import trace
+
 CONTEXT_FIELDS = ("table_id", "player", "seq", "shard_id", "gateway_id", "ticket_id", "code",
-                  "peer", "method", "offset")
+                  "peer", "method", "offset", "metrics_port")
 
 
 class JsonFormatter(logging.Formatter):
@@ -32,6 +37,10 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(key)
             if value is not None:
                 out[key] = value
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:
+            out["trace_id"] = f"{span.trace_id:032x}"
+            out["span_id"] = f"{span.span_id:016x}"
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False, default=str)

@@ -1,7 +1,8 @@
 """`machiavelox presence`: run one presence replica until SIGTERM.
 
 Settings come from the environment (see `settings.py`): MACHIAVELOX_PRESENCE_HOST, _PORT,
-_REDIS_URL, _SILENCE_MS, _KEY_PREFIX, MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL.
+_REDIS_URL, _SILENCE_MS, _KEY_PREFIX, MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL,
+MACHIAVELOX_METRICS_PORT, _METRICS_HOST and the OTEL_* variables (platform/telemetry.py).
 Exit codes: 0 stopped cleanly, 1 could not start (port, Redis), 2 bad settings.
 """
 
@@ -13,6 +14,7 @@ import logging
 import sys
 
 from machiavelox.platform import logs
+from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.settings import SettingsError
 
@@ -49,7 +51,8 @@ async def serve(settings: PresenceSettings, clock: Clock = wall_clock_ms) -> Non
     try:
         servicer = PresenceServicer(store, hub, clock)
         service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                          [SERVICE_NAME], register(servicer))
+                          [SERVICE_NAME], register(servicer), name="presence",
+                          observability=Observability("presence", settings.observability))
         sweeper = asyncio.create_task(
             sweep_forever(store, clock, settings.sweep_interval_s, stop_sweeping),
             name="presence-sweeper")

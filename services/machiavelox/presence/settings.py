@@ -18,8 +18,9 @@ Why presence reports *silence*, and the shard decides *dormancy* (10 s) and *aba
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -37,6 +38,9 @@ class PresenceSettings:
     redis_url: str = ""  # "" = in memory (one replica only); redis://host:port/db = shared
     silence_ms: int = 5000
     key_prefix: str = "mxv:"
+    # OTEL_* (platform/telemetry.py), MACHIAVELOX_METRICS_PORT and _HOST (platform/metrics.py)
+    observability: ObservabilitySettings = field(
+        default_factory=lambda: ObservabilitySettings.from_env("presence", {}))
 
     @property
     def sweep_interval_s(self) -> float:
@@ -67,4 +71,5 @@ class PresenceSettings:
             redis_url=redis_url,
             silence_ms=env_int("PRESENCE_SILENCE_MS", cls.silence_ms, env, minimum=10),
             key_prefix=env_str("PRESENCE_KEY_PREFIX", cls.key_prefix, env),
+            observability=ObservabilitySettings.from_env("presence", env),
         )

@@ -10,6 +10,7 @@ import grpc
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
 from machiavelox.platform.logs import configure
+from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.settings import SettingsError
 
@@ -29,7 +30,8 @@ async def serve(settings: ScoringSettings) -> None:
             scoring_pb2_grpc.add_ScoringServiceServicer_to_server(servicer, server)
 
         service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                          [SERVICE_NAME], register)
+                          [SERVICE_NAME], register, name="scoring",
+                          observability=Observability("scoring", settings.observability))
         await run_until_signalled(service, "scoring", before_stop=servicer.stop_streams)
     finally:
         await store.close()
@@ -52,5 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings))
     except StoreUnavailableError as exc:
         log.critical("%s", exc)
+        return 1
+    except OSError as exc:  # a port taken (gRPC or /metrics)
+        log.critical("scoring cannot start: %s", exc)
         return 1
     return 0

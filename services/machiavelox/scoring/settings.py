@@ -9,6 +9,8 @@
                                       `scoring.sqlite3` under the data dir)
     MACHIAVELOX_SCORING_POLL_S        how often an idle subscriber re-reads the log even without
                                       a wake-up, the safety net under LISTEN/NOTIFY (2)
+    MACHIAVELOX_METRICS_PORT, _HOST   /metrics (platform/metrics.py); OTEL_* for tracing
+                                      (platform/telemetry.py)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
 
 SQLITE_PREFIX = "sqlite:///"
@@ -35,6 +38,8 @@ class ScoringSettings:
     log_level: str
     database_url: str = field(repr=False)  # may hold a password
     poll_s: float
+    observability: ObservabilitySettings = field(
+        default_factory=lambda: ObservabilitySettings.from_env("scoring", {}))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ScoringSettings:
@@ -56,7 +61,8 @@ class ScoringSettings:
         url = env_str("SCORING_DATABASE_URL", default_url, env)
         check_database_url(url)
         return cls(host=env_str("SCORING_HOST", "127.0.0.1", env), port=port, grace_s=grace_s,
-                   log_level=log_level, database_url=url, poll_s=poll_s)
+                   log_level=log_level, database_url=url, poll_s=poll_s,
+                   observability=ObservabilitySettings.from_env("scoring", env))
 
     @property
     def backend(self) -> str:
