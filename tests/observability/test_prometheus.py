@@ -108,7 +108,6 @@ def test_prometheus_scrapes_every_service_and_evaluates_the_rules(played: Played
     assert rated is not None and rated > 0
 
 
-@pytest.mark.xfail(strict=False, reason="hot path not wired yet")
 def test_action_counters_and_histograms_equal_the_actions_the_bots_sent(played: Played) -> None:
     prom, sent = played.prometheus, played.actions
     assert sent > 0

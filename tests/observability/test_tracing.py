@@ -157,7 +157,6 @@ async def test_a_placement_is_one_trace_from_matchmaking_to_the_shard(
     assert table_id.startswith("shard-0.")
 
 
-@pytest.mark.xfail(strict=False, reason="hot path not wired yet")
 async def test_one_action_is_one_trace_across_the_gateway_and_the_shard(
         traced_services: Services, receiver: Receiver) -> None:
     shard = traced_services.shard("shard-0")

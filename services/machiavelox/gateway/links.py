@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import ServiceError, failed_precondition, not_found
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
+
+from .observe import GatewayObserver, Pending
 
 log = logging.getLogger(__name__)
 
@@ -34,21 +37,32 @@ class Session:
     event."""
 
     def __init__(self, player_id: str, table_id: str, last_seq: int,
-                 batched: bool = False) -> None:
+                 batched: bool = False, observer: GatewayObserver | None = None) -> None:
         self.player_id = player_id
         self.table_id = table_id
         self.last_seq = last_seq
         self.batched = batched
+        self.observer = observer or GatewayObserver()
+        self.pending: dict[str, Pending] = {}  # actions sent, by the app's id, until answered
         self.joined = False
         self.failure: ServiceError | None = None
         self.link: ShardLink | None = None
         self._out: asyncio.Queue[gateway_pb2.PlayResponse | None] = asyncio.Queue()
 
     # -------------------------------------------------------------- from the shard
-    def deliver(self, item: table_pb2.ShardItem) -> None:
+    @property
+    def shard_id(self) -> str:
+        return self.link.shard_id if self.link is not None else ""
+
+    def deliver(self, item: table_pb2.ShardItem, arrived_ns: int = 0,
+                arrived_perf_ns: int = 0) -> None:
+        """An item of a shard frame that arrived at `arrived_ns` (wall; perf counter)."""
         kind = item.WhichOneof("kind")
         if kind == "batch":
-            self._batch(item.batch)
+            delivered = self._batch(item.batch)
+            if delivered:
+                self.observer.delivered(self, self.shard_id, delivered, arrived_ns,
+                                        arrived_perf_ns, item.traceparent)
         elif kind == "snapshot":
             self.last_seq = item.snapshot.seq
             self.joined = True
@@ -78,8 +92,11 @@ class Session:
             self.resubscribe()
         return start, end
 
-    def _batch(self, batch: common_pb2.Batch) -> None:
+    def _batch(self, batch: common_pb2.Batch) -> int:
+        """Put a step on the app's stream; the number of events delivered."""
         start, end = self._fresh(batch.events)
+        if batch.HasField("ack") or batch.HasField("refused"):
+            self.observer.outcome(self, self.shard_id, batch)
         if batch.events:
             self.joined = True
         if self.batched:
@@ -95,7 +112,7 @@ class Session:
                 self.last_seq = batch.events[end - 1].seq
             if end > start or out.HasField("ack") or out.HasField("refused"):
                 self._put(gateway_pb2.PlayResponse(batch=out))
-            return
+            return end - start
         if batch.HasField("ack"):
             self._put(gateway_pb2.PlayResponse(ack=batch.ack))
         elif batch.HasField("refused"):
@@ -103,6 +120,7 @@ class Session:
         for ev in batch.events[start:end]:
             self.last_seq = ev.seq
             self._put(gateway_pb2.PlayResponse(event=ev))
+        return end - start
 
     def resubscribe(self) -> None:
         if self.link is not None:
@@ -188,10 +206,11 @@ class ShardLink:
                         for existing in list(self.sessions.values()):  # each has delivered
                             self.subscribe(existing)
                     async for frame in call:
+                        arrived_ns, arrived_perf_ns = time.time_ns(), time.perf_counter_ns()
                         for item in frame.items:
                             target = self.sessions.get((item.table_id, item.player_id))
                             if target is not None:
-                                target.deliver(item)
+                                target.deliver(item, arrived_ns, arrived_perf_ns)
             except asyncio.CancelledError:
                 raise
             except grpc.aio.AioRpcError as err:
@@ -205,10 +224,12 @@ class ShardLinks:
     """The links of a gateway, one per shard, opened on first use."""
 
     def __init__(self, resolve: dict[str, str], template: str,
-                 window_s: float = DEFAULT_WINDOW_S) -> None:
+                 window_s: float = DEFAULT_WINDOW_S,
+                 on_open: Callable[[str], None] | None = None) -> None:
         self.resolve = resolve
         self.template = template
         self.window_s = window_s
+        self.on_open = on_open  # told each shard id when its link opens (metrics)
         self.links: dict[str, ShardLink] = {}
 
     def for_table(self, table_id: str) -> ShardLink:
@@ -220,6 +241,8 @@ class ShardLinks:
             if address is None or "." not in table_id:
                 raise not_found("table/unknown", f"no shard owns table {table_id}")
             link = self.links[shard_id] = ShardLink(shard_id, address, window_s=self.window_s)
+            if self.on_open is not None:
+                self.on_open(shard_id)
             link.start()
         return link
 

@@ -8,25 +8,39 @@ import grpc
 
 from machiavelox._gen.v1 import gateway_pb2_grpc
 from machiavelox.platform import logs
+from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
+from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 
 from .auth import HmacTokens
 from .links import ShardLinks
+from .metrics import GatewayMetrics
+from .observe import GatewayObserver
 from .presence import PresenceReporter
 from .service import Gateway
 from .settings import GatewaySettings
 
+STREAMS = "/machiavelox.v1.GatewayService/Play"  # per-action spans, not per stream
+
 
 async def serve(settings: GatewaySettings) -> None:
-    links = ShardLinks(settings.shards, settings.shard_template, settings.batch_window_s)
+    obs = Observability("gateway", ObservabilitySettings.from_env("gateway"),
+                        resource_attributes={"service.instance.id": settings.gateway_id},
+                        untraced=(*UNTRACED_PREFIXES, STREAMS))
+    metrics = GatewayMetrics(obs.registry)
+    links = ShardLinks(settings.shards, settings.shard_template, settings.batch_window_s,
+                       on_open=metrics.add_shard)
     presence = PresenceReporter(settings.presence, settings.gateway_id)
-    servicer = Gateway(HmacTokens(settings.token_key), links, presence)
+    observer = GatewayObserver(metrics, obs.telemetry, settings.gateway_id)
+    servicer = Gateway(HmacTokens(settings.token_key), links, presence, observer)
 
     def register(server: grpc.aio.Server) -> None:
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                      ["machiavelox.v1.GatewayService"], register)
+                      ["machiavelox.v1.GatewayService"], register, name="gateway",
+                      observability=obs)
+
     async def after_stop() -> None:
         await links.close()
         await presence.close()

@@ -14,6 +14,7 @@ from machiavelox.platform.errors import ServiceError, invalid_argument
 
 from .auth import HmacTokens, authenticate
 from .links import Session, ShardLinks
+from .observe import GatewayObserver
 from .presence import PresenceReporter
 
 log = logging.getLogger(__name__)
@@ -21,10 +22,12 @@ log = logging.getLogger(__name__)
 
 class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
     def __init__(self, tokens: HmacTokens, links: ShardLinks,
-                 presence: PresenceReporter | None = None) -> None:
+                 presence: PresenceReporter | None = None,
+                 observer: GatewayObserver | None = None) -> None:
         self.tokens = tokens
         self.links = links
         self.presence = presence or PresenceReporter("", "")
+        self.observer = observer or GatewayObserver()
 
     async def Login(self, request: gateway_pb2.LoginRequest,
                     context: Any) -> gateway_pb2.LoginResponse:
@@ -42,10 +45,13 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
         if first.WhichOneof("kind") != "join" or not first.join.table_id:
             raise invalid_argument("request/join-first", "the first message must join a table")
         session = Session(player, first.join.table_id, first.join.last_seq,
-                          batched=first.join.batched)
+                          batched=first.join.batched, observer=self.observer)
         link = self.links.for_table(session.table_id)
         link.subscribe(session)
         self.presence.connected(player, True)
+        metrics = self.observer.metrics
+        if metrics is not None:
+            metrics.stream_opened()
         reader = asyncio.create_task(self._read(request_iterator, session, link))
         try:
             async for response in session.responses():
@@ -58,6 +64,9 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 await reader
             link.unsubscribe(session)
             self.presence.connected(player, False)
+            self.observer.closed(session)
+            if metrics is not None:
+                metrics.stream_closed()
 
     async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
                     link: Any) -> None:
@@ -68,11 +77,12 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                     self.presence.sign_of_life(session.player_id)
                 if kind == "action":
                     codec.action_from_pb(rules.Seat.P1, request.action.action)  # validates
+                    parent = self.observer.action(session, link.shard_id, request.action)
                     link.send(table_pb2.GatewayItem(
                         table_id=session.table_id, player_id=session.player_id,
                         action=table_pb2.ActionRequestItem(
                             client_action_id=request.action.client_action_id,
-                            action=request.action.action)))
+                            action=request.action.action), traceparent=parent))
                 elif kind == "heartbeat":
                     continue  # presence gets signs of life (see the presence service)
                 elif kind == "resync":

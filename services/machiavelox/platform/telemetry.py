@@ -403,21 +403,21 @@ class RecentSpans:
 
     def __init__(self, capacity: int = 10_000) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[Hashable, tuple[int, SpanContext]] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple[int, SpanContext | None]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def remember(self, key: Hashable, seq: int, span: Span | SpanContext) -> None:
-        ctx = span if isinstance(span, SpanContext) else span.get_span_context()
-        if not ctx.is_valid:
-            return
-        self._items[key] = (seq, ctx)
+    def remember(self, key: Hashable, seq: int, span: Span | SpanContext | None) -> None:
+        """The winner of `key` at `seq`; its span may be None or unsampled (then a loser gets
+        the winner's sequence number without a link)."""
+        ctx = span if isinstance(span, SpanContext) or span is None else span.get_span_context()
+        self._items[key] = (seq, ctx if ctx is not None and ctx.is_valid else None)
         self._items.move_to_end(key)
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
 
-    def recall(self, key: Hashable) -> tuple[int, SpanContext] | None:
+    def recall(self, key: Hashable) -> tuple[int, SpanContext | None] | None:
         return self._items.get(key)
 
     def forget(self, key: Hashable) -> None:

@@ -10,8 +10,12 @@ import grpc
 
 from machiavelox._gen.v1 import table_pb2_grpc
 from machiavelox.platform import logs
+from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
+from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 
+from .metrics import ShardMetrics
+from .observe import ShardObserver
 from .presence import PresenceWatcher
 from .reporting import ScoringReporter
 from .service import TableAuthority
@@ -23,10 +27,18 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+STREAMS = "/machiavelox.v1.TableAuthorityService/Connect"  # per-action spans, not per stream
+
+
 async def serve(settings: TableSettings) -> None:
+    obs = Observability("table", ObservabilitySettings.from_env("table"),
+                        resource_attributes={"service.instance.id": settings.shard_id},
+                        untraced=(*UNTRACED_PREFIXES, STREAMS))
+    metrics = ShardMetrics(obs.registry, settings.shard_id)
     reporter = ScoringReporter(settings.scoring, settings.shard_id)
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
-                  settings.time_scale)
+                  settings.time_scale, ShardObserver(metrics, obs.telemetry))
+    metrics.track_load(lambda: shard.tables_in_play, lambda: shard.players, shard.capacity)
     servicer = TableAuthority(shard, settings.batch_window_s)
     watcher = PresenceWatcher(settings.presence, shard)
 
@@ -34,7 +46,8 @@ async def serve(settings: TableSettings) -> None:
         table_pb2_grpc.add_TableAuthorityServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                      ["machiavelox.v1.TableAuthorityService"], register)
+                      ["machiavelox.v1.TableAuthorityService"], register, name="table",
+                      observability=obs)
     timers = asyncio.create_task(shard.run_timers())
     watcher.start()
 

@@ -55,6 +55,10 @@ class ShardMetrics:
     - machiavelox_shard_tables{shard}, machiavelox_shard_players{shard},
       machiavelox_shard_capacity{shard}: gauges, tables in play, players seated at them, and
       the most tables the shard accepts (read at scrape time, see `track_load`).
+    - machiavelox_shard_draining{shard}: gauge, 1 while the shard places no new table (a
+      scale-down, or a shutdown serving its last tables).
+    - machiavelox_shard_tables_stopped_in_play_total{shard}: counter, tables still in play
+      when the shard stopped (its drain time ran out): should stay 0.
     """
 
     def __init__(self, registry: CollectorRegistry, shard_id: str) -> None:
@@ -98,7 +102,15 @@ class ShardMetrics:
         self.capacity = Gauge("machiavelox_shard_capacity", "The most tables in play accepted.",
                               s, registry=registry)
 
+        self.draining = Gauge("machiavelox_shard_draining",
+                              "1 while no new table is placed on the shard.", s,
+                              registry=registry)
+        self.stopped = Counter("machiavelox_shard_tables_stopped_in_play_total",
+                               "Tables still in play when the shard stopped.", s,
+                               registry=registry)
         sid = shard_id
+        self.draining.labels(sid).set(0)
+        self.stopped.labels(sid)
         self._queue_wait = self.queue_wait.labels(sid)
         self._holds_lost = self.holds_lost.labels(sid)
         self._apply: dict[str, Any] = {}
@@ -145,6 +157,12 @@ class ShardMetrics:
         self.tables.labels(self.shard_id).set_function(read_safely(tables))
         self.players.labels(self.shard_id).set_function(read_safely(players))
         self.capacity.labels(self.shard_id).set(capacity)
+
+    def set_draining(self, value: bool) -> None:
+        self.draining.labels(self.shard_id).set(1 if value else 0)
+
+    def stopped_in_play(self, tables: int) -> None:
+        self.stopped.labels(self.shard_id).inc(tables)
 
     def observe_queue_wait(self, seconds: float) -> None:
         self._queue_wait.observe(seconds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,8 +35,9 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         async def read() -> None:
             try:
                 async for frame in request_iterator:
+                    arrived_ns = time.time_ns()
                     for item in frame.items:
-                        self.shard.handle(link, item)
+                        self.shard.handle(link, item, arrived_ns)
             finally:
                 link.close()
 

@@ -27,6 +27,7 @@ from machiavelox.platform.errors import (
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
 
 from .host import TableHost
+from .observe import ShardObserver
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +55,17 @@ class GatewayLink:
 
 class Shard:
     def __init__(self, shard_id: str, capacity: int, clock: Clock,
-                 report: ResultSink | None = None, time_scale: float = 1.0) -> None:
+                 report: ResultSink | None = None, time_scale: float = 1.0,
+                 observer: ShardObserver | None = None) -> None:
         self.shard_id = shard_id
+        self.observer = observer or ShardObserver()
         self.capacity = capacity
         self.clock = clock
         self.report = report
         self.time_scale = time_scale
         self.tables: dict[str, TableHost] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
-        self.draining = False
+        self._draining = False
         self._deadlines: list[tuple[int, str]] = []
         self._armed: dict[str, int] = {}  # table -> the earliest deadline the heap holds for it
         self._wake = asyncio.Event()
@@ -70,6 +73,16 @@ class Shard:
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
 
     # ------------------------------------------------------------------ load
+    @property
+    def draining(self) -> bool:
+        """No new table is placed here (a scale-down, or a shutdown in progress)."""
+        return self._draining
+
+    @draining.setter
+    def draining(self, value: bool) -> None:
+        self._draining = value
+        self.observer.draining(value)
+
     @property
     def players(self) -> int:
         return sum(3 for t in self.tables.values() if not t.finished)
@@ -137,11 +150,14 @@ class Shard:
                 await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, min(delay, 1.0)))
 
     def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
-               actor: str = "", outcome: common_pb2.Batch | None = None) -> None:
+               actor: str = "", outcome: common_pb2.Batch | None = None,
+               traceparent: str = "") -> None:
         """Deliver one step of a table to every subscribed session, report results, re-arm
         timers. The actor's session gets its action's `outcome` (ack or refusal) in the same
         item as the events, so one message carries the whole step. Each event is encoded once
-        (twice when it hides cards from everyone but its owner, P5)."""
+        (twice when it hides cards from everyone but its owner, P5). `traceparent`: of the
+        sampled action that made this step, for the gateways' delivery spans."""
+        self.observer.events(events)
         if events:
             public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
             secret = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
@@ -159,13 +175,13 @@ class Shard:
                          else common_pb2.Batch())
                 batch.events.extend(mine)
                 link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
-                                              batch=batch))
+                                              batch=batch, traceparent=traceparent))
             self._report(host)
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
                 own.send(table_pb2.ShardItem(table_id=host.table_id, player_id=actor,
-                                             batch=outcome))
+                                             batch=outcome, traceparent=traceparent))
         self._schedule(host)
 
     def _report(self, host: TableHost) -> None:
@@ -192,8 +208,9 @@ class Shard:
             for player in [p for p, lk in subs.items() if lk is link]:
                 del subs[player]
 
-    def handle(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:
-        """One item from a gateway; refusals go back in-band, never as a stream error."""
+    def handle(self, link: GatewayLink, item: table_pb2.GatewayItem, arrived_ns: int = 0) -> None:
+        """One item from a gateway (its frame arrived at `arrived_ns`, wall clock); refusals go
+        back in-band, never as a stream error."""
         action_id = item.action.client_action_id if item.HasField("action") else ""
         try:
             host = self._seated(item.table_id, item.player_id)
@@ -204,7 +221,7 @@ class Shard:
                 if self.subs[host.table_id].get(item.player_id) is link:
                     del self.subs[host.table_id][item.player_id]
             elif kind == "action":
-                self._act(link, host, item.player_id, item.action)
+                self._act(link, host, item, arrived_ns)
             elif kind == "liveness":
                 seat = host.seats[item.player_id]
                 applied = host.apply(item.player_id, rules.Liveness(seat, item.liveness.alive),
@@ -242,10 +259,14 @@ class Shard:
             table_id=host.table_id, player_id=player,
             events=table_pb2.EventList(events=[codec.event_to_pb(ev, seq) for seq, ev in missed])))
 
-    def _act(self, link: GatewayLink, host: TableHost, player: str,
-             req: table_pb2.ActionRequestItem) -> None:
+    def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
+             arrived_ns: int) -> None:
+        player, req = item.player_id, item.action
         action = codec.action_from_pb(host.seats[player], req.action)
+        seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
+                                   item.traceparent, arrived_ns)
         applied = host.apply(player, action, self.clock())
+        traceparent = self.observer.end(seen, host.table_id, action, applied)
         if applied.error is not None:
             outcome = common_pb2.Batch(refused=common_pb2.ActionRefused(
                 client_action_id=req.client_action_id,
@@ -256,10 +277,10 @@ class Shard:
                 arrival_index=applied.arrival))
         if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
             link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
-                                          batch=outcome))
-            self._after(host, applied.events)
+                                          batch=outcome, traceparent=traceparent))
+            self._after(host, applied.events, traceparent=traceparent)
             return
-        self._after(host, applied.events, player, outcome)
+        self._after(host, applied.events, player, outcome, traceparent)
 
     async def drain_for_shutdown(self, limit_s: float) -> int:
         """On SIGTERM: place no new table, keep serving the tables in play until they have all
@@ -269,16 +290,17 @@ class Shard:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit_s
         in_play = self.tables_in_play
-        if in_play:
+        if in_play and limit_s > 0:
             log.warning("shutting down with %d tables in play: serving them until they end, "
                         "at most %.0f s", in_play, limit_s,
                         extra={"shard_id": self.shard_id, "tables": in_play})
         while self.tables_in_play and loop.time() < deadline:
             await asyncio.sleep(min(0.2, max(0.0, deadline - loop.time())))
         left = self.tables_in_play
-        if left:
-            log.error("stopping with %d tables still in play after %.0f s", left, limit_s,
-                      extra={"shard_id": self.shard_id, "tables": left})
+        if left:  # (MACHIAVELOX_TABLE_DRAIN_S is 0 locally: stopping is immediate)
+            log.warning("stopping with %d tables still in play after %.0f s", left, limit_s,
+                        extra={"shard_id": self.shard_id, "tables": left})
+            self.observer.stopped_in_play(left)
         elif in_play:
             log.info("every table in play has ended: stopping", extra={"shard_id": self.shard_id})
         return left

@@ -238,10 +238,15 @@ class ShardItem(_message.Message):
     ACK_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table."""
     player_id: _builtins.str
     """The player it is for."""
+    traceparent: _builtins.str
+    """W3C trace context of the shard's span that produced this item (set only for sampled
+    actions): the gateway's delivery spans are its children.
+    """
     @_builtins.property
     def snapshot(self) -> _common_pb2.Snapshot:
         """A snapshot."""
@@ -274,10 +279,11 @@ class ShardItem(_message.Message):
         ack: _common_pb2.Ack | None = ...,
         refused: _common_pb2.ActionRefused | None = ...,
         batch: _common_pb2.Batch | None = ...,
+        traceparent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "events", "ack", "refused", "batch"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
