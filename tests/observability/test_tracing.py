@@ -1,10 +1,11 @@
 """Traces exported over OTLP/gRPC to a real receiver in its own process: server spans per RPC
 that continue the caller's trace (W3C traceparent in the metadata), one trace across
-matchmaking and a shard for a placement, and (once the hot path is wired) one trace per
-action across the gateway and the shard."""
+matchmaking and a shard for a placement, one trace per action across the gateway and the
+shard, and a lost conflict (M6.4) linked to the action that won it."""
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -209,3 +210,80 @@ async def test_one_action_is_one_trace_across_the_gateway_and_the_shard(
     delivered = [s for s in trace.values() if s["name"] == SpanName.GATEWAY_DELIVER]
     assert {s["attributes"][Attr.PLAYER] for s in delivered} == {"ann", "bob", "cy"}
     assert all(descends(s) for s in delivered)
+
+
+def contended_card(seed: int) -> tuple[int, tuple[rules.Card, ...]] | None:
+    """With the deal of `seed`: how many draws give p1 a regular meld of three, and the meld."""
+    deal = rules.shuffled_deal(seed)
+    for draws in range(3, 12):
+        for trio in itertools.combinations(deal.talloni[0][:draws], 3):
+            if rules.is_regular(trio):
+                return draws, trio
+    return None
+
+
+async def test_a_lost_conflict_links_to_the_winning_action(traced_services: Services,
+                                                            receiver: Receiver) -> None:
+    """p1 puts down a meld; p2 takes one of its cards (a hold, M6.1); p3 tries to take the
+    same card and is refused card/held: p2 was faster (M6.4). p3's spans name p2's sequence
+    number and link to p2's shard.apply span."""
+    seed, (draws, trio) = next((s, found) for s in range(1000)
+                               if (found := contended_card(s)) is not None)
+    deal = rules.shuffled_deal(seed)
+    shard = traced_services.shard("shard-0", MACHIAVELOX_TABLE_DEAL_SEED=str(seed))
+    gateway = traced_services.gateway({"shard-0": shard})
+    table = "shard-0.contended"
+    async with grpc.aio.insecure_channel(shard.address) as ch:
+        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
+            table_pb2.CreateTableRequest(table_id=table, player_ids=["ann", "bob", "cy"],
+                                         kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
+            timeout=5)
+    card = trio[0]
+    async with grpc.aio.insecure_channel(gateway.address) as ch:
+        clients = {}
+        for name in ("ann", "bob", "cy"):
+            clients[name] = PlayClient(ch, await login(ch, name))
+            clients[name].open(table, batched=True)
+            await clients[name].until(lambda r: r.WhichOneof("kind") == "snapshot")
+
+        async def play(name: str, action: rules.Action) -> Any:
+            action_id = clients[name].act(action)
+            return await clients[name].until(
+                lambda r: r.WhichOneof("kind") in ("ack", "refused")
+                and getattr(r, r.WhichOneof("kind")).client_action_id == action_id)
+
+        for _ in range(draws):
+            await play("ann", rules.Draw(rules.Seat.P1))
+        await play("ann", rules.Declare(rules.Seat.P1, trio))
+        direct = await play("ann", rules.Direct(rules.Seat.P1, trio))
+        assert direct.WhichOneof("kind") == "ack"
+        meld = 1  # the first meld of the table
+        for name, seat in (("bob", rules.Seat.P2), ("cy", rules.Seat.P3)):
+            await play(name, rules.Draw(seat))
+            await play(name, rules.Declare(seat, (deal.talloni[seat][0],)))
+        won = await play("bob", rules.Take(rules.Seat.P2, card, meld))
+        assert won.WhichOneof("kind") == "ack", won
+        lost = await play("cy", rules.Take(rules.Seat.P3, card, meld))
+        assert lost.WhichOneof("kind") == "refused"
+        assert lost.refused.refusal.code == "card/held"
+        for client in clients.values():
+            await client.close()
+
+    def applied_take(spans: list[Span], player: str) -> list[Span]:
+        return [s for s in find(spans, name=SpanName.SHARD_APPLY)
+                if s["attributes"][Attr.PLAYER] == player
+                and s["attributes"][Attr.ACTION_KIND] == "take"]
+
+    spans = receiver.wait_for(lambda got: bool(applied_take(got, "cy")), timeout_s=10)
+    [winner] = applied_take(spans, "bob")
+    [loser] = applied_take(spans, "cy")
+    assert winner["attributes"][Attr.SEQ] == won.ack.seq
+    assert loser["attributes"][Attr.OUTCOME] == "refused"
+    assert loser["attributes"][Attr.REFUSAL_CODE] == "card/held"
+    assert loser["attributes"][Attr.WINNER_SEQ] == won.ack.seq
+    assert [(link["trace_id"], link["span_id"]) for link in loser["links"]] == [
+        (winner["trace_id"], winner["span_id"])]
+    assert loser["trace_id"] != winner["trace_id"]  # two actions, two traces, one link
+    [gateway_side] = [s for s in find(spans, name=SpanName.GATEWAY_ACTION,
+                                      trace_id=loser["trace_id"])]
+    assert gateway_side["attributes"][Attr.REFUSAL_CODE] == "card/held"

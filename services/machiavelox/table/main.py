@@ -37,7 +37,8 @@ async def serve(settings: TableSettings) -> None:
     metrics = ShardMetrics(obs.registry, settings.shard_id)
     reporter = ScoringReporter(settings.scoring, settings.shard_id)
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
-                  settings.time_scale, ShardObserver(metrics, obs.telemetry))
+                  settings.time_scale, ShardObserver(metrics, obs.telemetry),
+                  settings.deal_seed)
     metrics.track_load(lambda: shard.tables_in_play, lambda: shard.players, shard.capacity)
     servicer = TableAuthority(shard, settings.batch_window_s)
     watcher = PresenceWatcher(settings.presence, shard)

@@ -22,6 +22,9 @@ class TableSettings:
     # MACHIAVELOX_TABLE_DRAIN_S: on SIGTERM, how long the shard keeps serving its tables in play
     # before it stops (0 locally; the Helm chart sets it below terminationGracePeriodSeconds)
     drain_s: float
+    # MACHIAVELOX_TABLE_DEAL_SEED: tests only: every table's first deal is the seeded one, so a
+    # test can know the cards (unset in production: deals come from the system's randomness)
+    deal_seed: int | None
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -37,6 +40,7 @@ class TableSettings:
             time_scale=_positive(env_float("TABLE_TIME_SCALE", 1.0)),
             batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
             drain_s=max(0.0, env_float("TABLE_DRAIN_S", 0.0)),
+            deal_seed=env_int("TABLE_DEAL_SEED", 0) if env_str("TABLE_DEAL_SEED", "") else None,
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),
         )

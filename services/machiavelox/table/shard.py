@@ -56,8 +56,9 @@ class GatewayLink:
 class Shard:
     def __init__(self, shard_id: str, capacity: int, clock: Clock,
                  report: ResultSink | None = None, time_scale: float = 1.0,
-                 observer: ShardObserver | None = None) -> None:
+                 observer: ShardObserver | None = None, deal_seed: int | None = None) -> None:
         self.shard_id = shard_id
+        self.deal_seed = deal_seed  # tests only (TableSettings.deal_seed)
         self.observer = observer or ShardObserver()
         self.capacity = capacity
         self.clock = clock
@@ -105,7 +106,8 @@ class Shard:
         if self.tables_in_play >= self.capacity:
             raise failed_precondition("shard/full", f"{self.shard_id} is full")
         try:
-            host = TableHost(table_id, players, kind, competitive, self.clock(),
+            deal = None if self.deal_seed is None else rules.shuffled_deal(self.deal_seed)
+            host = TableHost(table_id, players, kind, competitive, self.clock(), deal,
                              time_scale=self.time_scale)
         except ValueError as err:
             raise invalid_argument("table/bad-players", str(err)) from None
