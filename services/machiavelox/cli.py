@@ -13,6 +13,7 @@ SERVICES = {
     "matchmaking": ("machiavelox.matchmaking.main", "run matchmaking (the agorà)"),
     "scoring": ("machiavelox.scoring.main", "run the scoring service"),
     "presence": ("machiavelox.presence.main", "run the presence service"),
+    "controller": ("machiavelox.controller.main", "run the shard capacity controller"),
     "up": ("machiavelox.local.up", "run the whole cluster on this machine"),
     "bots": ("machiavelox.bots.main", "bot players that queue and play through the gateway"),
 }

@@ -418,8 +418,10 @@ class Capacity:
     shard's cost grows with its uptime (see the soak)."""
 
     def __init__(self, tmp: Path, n_loadgens: int, per_conn: int, step_s: float,
-                 warm_s: float, profile: Path | None, out: TextIO) -> None:
+                 warm_s: float, profile: Path | None, out: TextIO,
+                 env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
+        self.env = env or {}  # more settings for the services (tracing_bench.py)
         self.n_loadgens = n_loadgens
         self.per_conn = per_conn
         self.step_s = step_s
@@ -439,7 +441,7 @@ class Capacity:
         shard_port = free_port()
         env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
                "MACHIAVELOX_TABLE_CAPACITY": "100000", "MACHIAVELOX_TOKEN_KEY": KEY,
-               "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}"}
+               "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}", **self.env}
         n = self.clusters
         self.shard = start(f"cap{n}-shard", "table", env, self.tmp)
         self.procs.append(self.shard)
