@@ -175,7 +175,7 @@ def test_each_service_admits_only_its_callers() -> None:
     callers = {"table": {"gateway", "matchmaking", "controller", "test"},
                "scoring": {"table", "matchmaking", "test"},
                "presence": {"gateway", "table", "test"},
-               "matchmaking": {"test"}, "controller": {"test"}}
+               "matchmaking": {"gateway", "test"}, "controller": {"test"}}
     for component, expected in callers.items():
         policy = one(docs, "NetworkPolicy", full(component))
         [grpc_rule] = [r for r in policy["spec"]["ingress"]

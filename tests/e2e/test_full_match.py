@@ -9,10 +9,18 @@ from pathlib import Path
 import grpc
 import pytest
 
-from machiavelox._gen.v1 import gateway_pb2, scoring_pb2, scoring_pb2_grpc
+from machiavelox._gen.v1 import (
+    gateway_pb2,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+    scoring_pb2,
+    scoring_pb2_grpc,
+)
 from machiavelox.bots.player import Bot
 from machiavelox.local.processes import Proc
 from machiavelox.local.up import launch, stop_all
+from machiavelox.platform.errors import REASON_KEY
+from tests.support.client import login
 
 
 @pytest.fixture
@@ -45,15 +53,15 @@ async def _subscribe(address: str, from_offset: int, want: int,
 
 async def test_three_bots_play_to_the_end_and_results_flow(
         full_cluster: dict[str, Proc]) -> None:
-    gw, mm = full_cluster["gateway"].address, full_cluster["matchmaking"].address
+    gw = full_cluster["gateway"].address  # the apps' only endpoint: the agorà too
     scoring = full_cluster["scoring"].address
     live = asyncio.create_task(_subscribe(scoring, 1, 1))
     records: dict[str, list[gateway_pb2.PlayResponse]] = {}
-    async with grpc.aio.insecure_channel(gw) as g, grpc.aio.insecure_channel(mm) as m:
+    async with grpc.aio.insecure_channel(gw) as g:
         bots = []
         for name in ("ava", "ben", "cid"):
             records[name] = []
-            bots.append(Bot(name, g, m, interval_s=0.05, max_game_s=240, record=records[name]))
+            bots.append(Bot(name, g, g, interval_s=0.05, max_game_s=240, record=records[name]))
         outcomes = await asyncio.gather(*(b.run() for b in bots))
     assert len({o.table_id for o in outcomes}) == 1, "the three are matched at one table"
     results = [o.result for o in outcomes]
@@ -149,3 +157,29 @@ async def test_presence_drives_absence_at_the_table(full_cluster: dict[str, Proc
         assert status == common_pb2.PLAYER_STATUS_ABANDONED
         assert snap.snapshot.view.seats[0].status == common_pb2.PLAYER_STATUS_ACTIVE
         await al.close()
+
+
+async def test_the_agora_through_the_gateway_relays_refusals(
+        full_cluster: dict[str, Proc]) -> None:
+    """Apps reach matchmaking only through the gateway: it refuses a bad token itself and
+    relays matchmaking's own refusals with their status and reason."""
+    async with grpc.aio.insecure_channel(full_cluster["gateway"].address) as ch:
+        agora = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
+        anonymous = agora.Enqueue(matchmaking_pb2.EnqueueRequest())
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await anonymous.read()
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        token = (("authorization", f"Bearer {await login(ch, 'solo')}"),)
+        first = agora.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=token)
+        waiting = await first.read()
+        assert waiting.update.WhichOneof("kind") == "waiting"
+        second = agora.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=token)
+        with pytest.raises(grpc.aio.AioRpcError) as twice:
+            await second.read()
+        assert twice.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        reasons = [v for k, v in twice.value.trailing_metadata() or () if k == REASON_KEY]
+        assert reasons == ["ticket/duplicate"]
+        cancelled = await agora.CancelTicket(matchmaking_pb2.CancelTicketRequest(
+            ticket_id=waiting.update.ticket_id), metadata=token, timeout=5)
+        assert cancelled.cancelled
+        first.cancel()

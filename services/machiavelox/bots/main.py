@@ -67,13 +67,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="machiavelox bots", description=__doc__)
     parser.add_argument("--players", type=int, default=3, help="how many bots (a multiple of 3)")
     parser.add_argument("--gateway", default="127.0.0.1:7000")
-    parser.add_argument("--matchmaking", default="127.0.0.1:7200")
+    parser.add_argument("--matchmaking", default="",
+                        help="the agorà's address (default: through the gateway, as apps do)")
     parser.add_argument("--scoring", default="127.0.0.1:7300", help="'' to skip the leaderboard")
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between actions")
     parser.add_argument("--prefix", default="bot", help="bot names: PREFIX1, PREFIX2, ...")
     args = parser.parse_args(argv)
     if args.players < 3 or args.players % 3:
         parser.error("--players must be a multiple of 3")
-    outcomes = asyncio.run(play(args.players, args.gateway, args.matchmaking, args.scoring,
+    outcomes = asyncio.run(play(args.players, args.gateway, args.matchmaking or args.gateway,
+                                args.scoring,
                                 args.interval, args.prefix, sys.stdout))
     return 0 if all(o.result is not None for o in outcomes) else 1

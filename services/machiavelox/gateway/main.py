@@ -6,12 +6,13 @@ import asyncio
 
 import grpc
 
-from machiavelox._gen.v1 import gateway_pb2_grpc
+from machiavelox._gen.v1 import gateway_pb2_grpc, matchmaking_pb2_grpc
 from machiavelox.platform import logs
 from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 
+from .agora import AgoraRelay
 from .auth import HmacTokens
 from .links import ShardLinks
 from .metrics import GatewayMetrics
@@ -34,14 +35,23 @@ async def serve(settings: GatewaySettings) -> None:
     observer = GatewayObserver(metrics, obs.telemetry, settings.gateway_id)
     servicer = Gateway(HmacTokens(settings.token_key), links, presence, observer)
 
+    tokens = servicer.tokens
+    agora = AgoraRelay(tokens, settings.matchmaking) if settings.matchmaking else None
+
     def register(server: grpc.aio.Server) -> None:
         gateway_pb2_grpc.add_GatewayServiceServicer_to_server(servicer, server)
+        if agora is not None:
+            matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(agora, server)
 
-    service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                      ["machiavelox.v1.GatewayService"], register, name="gateway",
-                      observability=obs)
+    names = ["machiavelox.v1.GatewayService"]
+    if agora is not None:
+        names.append("machiavelox.v1.MatchmakingService")
+    service = Service(Endpoint(settings.host, settings.port, settings.grace_s), names, register,
+                      name="gateway", observability=obs)
 
     async def after_stop() -> None:
+        if agora is not None:
+            await agora.close()
         await links.close()
         await presence.close()
 

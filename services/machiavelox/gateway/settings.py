@@ -16,6 +16,8 @@ class GatewaySettings:
     shards: dict[str, str]  # MACHIAVELOX_GATEWAY_SHARDS: shard-0=host:port,...
     shard_template: str  # MACHIAVELOX_GATEWAY_SHARD_TEMPLATE: "{shard}.svc:7100"
     presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = none)
+    # MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS: the agorà relayed to apps ("" = not served here)
+    matchmaking: str
     batch_window_s: float  # MACHIAVELOX_BATCH_WINDOW_MS: frame pacing under load (Outbox)
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
@@ -38,6 +40,7 @@ class GatewaySettings:
             shards=shards,
             shard_template=template,
             presence=env_str("PRESENCE_ADDRESS", ""),
+            matchmaking=env_str("GATEWAY_MATCHMAKING_ADDRESS", ""),
             batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
             grace_s=env_float("GRACE_S", 5.0),
             log_level=env_str("LOG_LEVEL", "INFO"),

@@ -80,6 +80,7 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
         procs["gateway"] = start("gateway", "gateway", {
             **own("gateway"), "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
             "MACHIAVELOX_GATEWAY_SHARDS": shards,
+            "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": f"127.0.0.1:{ports['matchmaking']}",
             "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
     except BaseException:
         stop_all(procs)
@@ -126,7 +127,7 @@ def main(argv: list[str]) -> int:
             from machiavelox.bots.main import play
 
             print(f"demo: {args.demo} bots, rules clock x{scale:g}", flush=True)
-            outcomes = asyncio.run(play(args.demo, gateway, procs["matchmaking"].address,
+            outcomes = asyncio.run(play(args.demo, gateway, gateway,
                                         procs["scoring"].address, 0.05, "bot", sys.stdout))
             code = 0 if all(o.result is not None for o in outcomes) else 1
         else:
