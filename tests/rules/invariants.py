@@ -18,7 +18,17 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from machiavelox.rules import ALL_CARDS, SEATS, Card, Event, Seat, Table, is_regular, view_for
+from machiavelox.rules import (
+    ALL_CARDS,
+    SEATS,
+    Card,
+    Event,
+    Seat,
+    Table,
+    is_regular,
+    timers,
+    view_for,
+)
 from machiavelox.rules.board import replay
 from machiavelox.rules.state import CALATA_MS, CONSOLIDATION_MS, CalataStatus, Phase
 
@@ -86,7 +96,8 @@ class Snapshot:
     events: tuple[Event, ...]
 
 
-_SEPARATE = {"deal", "log", "events", "players", "calate", "board", "phase", "now_ms", "ops"}
+_SEPARATE = {"deal", "log", "events", "players", "calate", "board", "phase", "now_ms", "ops",
+             "fired", "timer_cache"}  # bookkeeping of the timers' cache: see check_timer_cache
 
 
 def snapshot(table: Table) -> Snapshot:
@@ -249,7 +260,14 @@ def check_settles(table: Table) -> None:
     assert not pending, f"M5.5.8: calate still not definitive 81 s after the last action: {pending}"
 
 
+def check_timer_cache(table: Table) -> None:
+    """timers.all_timers caches per (log length, timers fired): the cache must be the timers
+    computed afresh from the state (no state change escapes the key)."""
+    assert timers.all_timers(table) == timers._compute(table), "stale timer cache"
+
+
 def check_all(table: Table, *, replay_log: bool = True) -> None:
+    check_timer_cache(table)
     check_cards_in_one_place(table)
     check_untouched_melds_regular(table)
     check_live_board_is_replay(table)

@@ -89,6 +89,10 @@ class Table:
         self.result: SmazzataResult | None = None
         self.log: list[tuple[int, A.Action]] = []
         self.events: list[Event] = []
+        # The state changes only by an accepted action (the log grows) or a timer firing (this
+        # grows): the pair keys the timers' cache (timers.all_timers).
+        self.fired = 0
+        self.timer_cache: tuple[tuple[int, int], list[Timer]] | None = None
 
     # ------------------------------------------------------------------ public interface
     def apply(self, action: A.Action, now_ms: int) -> list[Event]:
@@ -112,6 +116,7 @@ class Table:
         out: list[Event] = []
         while (timer := due_timer(self, now_ms)) is not None:
             self.now_ms = max(self.now_ms, timer.at_ms)
+            self.fired += 1
             out += self._fire(timer)
         self.now_ms = now_ms
         self.events += out

@@ -34,6 +34,19 @@ def _timer(at_ms: int, kind: str, ref: int = 0) -> Timer:
 
 
 def all_timers(table: Table) -> list[Timer]:
+    """Every armed timer. Computed once per state: the state changes only when an action is
+    accepted or a timer fires, so (log length, timers fired) keys a cache (a refused action
+    changes nothing, M2.3)."""
+    key = (len(table.log), table.fired)
+    cached = table.timer_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    timers = _compute(table)
+    table.timer_cache = (key, timers)
+    return timers
+
+
+def _compute(table: Table) -> list[Timer]:
     if table.phase in (Phase.ENDED, Phase.PAUSE):
         return []
     out: list[Timer] = []
