@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib
+import os
+import signal
 import sys
 
 # subcommand -> (module with `main(argv) -> int`, help)
@@ -19,9 +22,23 @@ SERVICES = {
 }
 
 
+def stop_with_parent() -> None:
+    """When started by `machiavelox.local.processes` (MACHIAVELOX_PARENT_PID set), get SIGTERM
+    as soon as that process dies (Linux), so a killed test run or `machiavelox up` leaves no
+    service behind; and stop at once if it is already gone."""
+    parent = os.environ.pop("MACHIAVELOX_PARENT_PID", "")
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(parent):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in SERVICES:
+        stop_with_parent()
         module = importlib.import_module(SERVICES[args[0]][0])
         code: int = module.main(args[1:])
         return code

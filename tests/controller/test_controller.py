@@ -19,7 +19,7 @@ from machiavelox.controller.kube import ShardScale, api_client
 from machiavelox.controller.reconcile import Controller
 from machiavelox.controller.settings import ControllerSettings
 from machiavelox.controller.shards import ShardClients
-from machiavelox.local.processes import Proc, start, wait_healthy
+from machiavelox.local.processes import Proc, check_all_clean, start, wait_healthy
 from tests.controller.fake_kube import FakeKube, running
 
 CAPACITY = 4
@@ -36,11 +36,12 @@ def shards(tmp_path: Path) -> Iterator[list[Proc]]:
     procs = [start(f"shard-{i}", "table", {"MACHIAVELOX_SHARD_ID": f"shard-{i}",
                                            "MACHIAVELOX_TABLE_CAPACITY": str(CAPACITY)},
                    tmp_path, wait=False) for i in (0, 1)]
-    for proc in procs:
-        wait_healthy(proc)
-    yield procs
-    for proc in procs:
-        proc.check_clean()
+    try:
+        for proc in procs:
+            wait_healthy(proc)
+        yield procs
+    finally:
+        check_all_clean(procs)
 
 
 def controller_for(kube: FakeKube, shards: list[Proc], buffer: str = "2") -> Controller:

@@ -19,7 +19,14 @@ import grpc
 import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import MACHIAVELOX, Proc, free_port, start, wait_healthy
+from machiavelox.local.processes import (
+    MACHIAVELOX,
+    Proc,
+    check_all_clean,
+    free_port,
+    start,
+    wait_healthy,
+)
 from tests.controller.fake_kube import FakeKube, running
 from tests.controller.test_controller import create_table, end_tables
 
@@ -72,11 +79,12 @@ def shards(tmp_path: Path) -> Iterator[list[Proc]]:
     procs = [start(f"shard-{i}", "table", {"MACHIAVELOX_SHARD_ID": f"shard-{i}",
                                            "MACHIAVELOX_TABLE_CAPACITY": str(CAPACITY)},
                    tmp_path, wait=False) for i in (0, 1)]
-    for proc in procs:
-        wait_healthy(proc)
-    yield procs
-    for proc in procs:
-        proc.check_clean()
+    try:
+        for proc in procs:
+            wait_healthy(proc)
+        yield procs
+    finally:
+        check_all_clean(procs)
 
 
 def load(shard: Proc) -> table_pb2.GetLoadResponse:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 MACHIAVELOX = [sys.executable, "-m", "machiavelox.cli"]
+PARENT_PID = "MACHIAVELOX_PARENT_PID"
 
 
 def free_port() -> int:
@@ -27,6 +29,18 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def check_all_clean(procs: Iterable[Proc]) -> None:
+    """Stop every process (all of them, whatever fails), then fail if any did not stop cleanly
+    (exit 0 after SIGTERM, no ERROR line): for test fixtures."""
+    problems = []
+    for proc in procs:
+        try:
+            proc.check_clean()
+        except AssertionError as err:
+            problems.append(str(err))
+    assert not problems, "\n".join(problems)
 
 
 def log_problems(text: str) -> list[str]:
@@ -87,7 +101,9 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
     """Start `machiavelox <command>` with `env` (MACHIAVELOX_* settings) and wait for health."""
     port_key = {"table": "TABLE_PORT", "gateway": "GATEWAY_PORT", "scoring": "SCORING_PORT",
                 "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT"}[command]
-    full = {**os.environ, **env}
+    # the child asks to get SIGTERM when this process dies (cli.stop_with_parent), so a killed
+    # test run or `machiavelox up` never leaves services behind
+    full = {**os.environ, **env, PARENT_PID: str(os.getpid())}
     port = int(full.get(f"MACHIAVELOX_{port_key}", "0")) or free_port()
     full[f"MACHIAVELOX_{port_key}"] = str(port)
     log_path = tmp / f"{name}.log"
