@@ -21,6 +21,7 @@ import pytest
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import (
     MACHIAVELOX,
+    PARENT_PID,
     Proc,
     check_all_clean,
     free_port,
@@ -60,7 +61,8 @@ def start_controller(name: str, kube: FakeKube, shards: list[Proc], tmp: Path) -
            "MACHIAVELOX_CONTROLLER_PORT": str(port),
            "MACHIAVELOX_METRICS_PORT": "0"}
     log_path = tmp / f"{name}.log"
-    popen = subprocess.Popen([*MACHIAVELOX, "controller"], env={**os.environ, **env},
+    popen = subprocess.Popen([*MACHIAVELOX, "controller"],
+                             env={**os.environ, **env, PARENT_PID: str(os.getpid())},
                              stdout=subprocess.DEVNULL, stderr=log_path.open("wb"),
                              start_new_session=True)
     proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, env=env)

@@ -19,7 +19,7 @@ import redis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
-from machiavelox.local.processes import MACHIAVELOX, free_port, log_problems
+from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 SERVICE = "machiavelox.v1.PresenceService"
@@ -58,6 +58,7 @@ class Launcher:
         env.update(extra)
         env["MACHIAVELOX_PRESENCE_PORT"] = str(port)
         env["MACHIAVELOX_PRESENCE_HOST"] = "127.0.0.1"
+        env[PARENT_PID] = str(os.getpid())  # it stops if the test run dies
         stderr_path = self.workdir / f"presence-{port}.stderr"
         with stderr_path.open("wb") as err:
             proc = subprocess.Popen([*MACHIAVELOX, "presence"], env=env,

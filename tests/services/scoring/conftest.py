@@ -26,7 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from psycopg import sql
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
-from machiavelox.local.processes import MACHIAVELOX, free_port, log_problems
+from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
 
 if TYPE_CHECKING:  # the async stub type exists in the .pyi only
     from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
@@ -92,6 +92,7 @@ class ScoringProcess:
             "MACHIAVELOX_DATA_DIR": str(self.workdir / "data"),
             "MACHIAVELOX_GRACE_S": "3",
             **self.extra_env,
+            PARENT_PID: str(os.getpid()),  # it stops if the test run dies
         })
         log_path = self.workdir / f"{self.name}-{len(self.log_paths) + 1}.log"
         self.log_paths.append(log_path)
