@@ -30,7 +30,8 @@ REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
 
 # The first byte of a serialized PlayResponse names its oneof field (field << 3 | 2).
 SNAPSHOT, EVENT, ACK, REFUSED, BATCH = 0x0A, 0x12, 0x1A, 0x22, 0x2A
-OPTIONS: dict[str, Any] = {"batched": True, "via": "shard"}  # set by the command line
+# set by the command line
+OPTIONS: dict[str, Any] = {"batched": True, "via": "shard", "quiet_wait_s": 120.0}
 PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
 AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
 # A load-generator player's actions: Declare and Undeclare of its card in turn, and a Draw

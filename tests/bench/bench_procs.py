@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from bench_common import DISTURBED, OPTIONS, QUIET_WAIT_S, REPLY_TIMEOUT_S
+from bench_common import DISTURBED, OPTIONS, REPLY_TIMEOUT_S
 
 
 # ============================================================================ helper processes
@@ -167,8 +167,11 @@ def cpu_line(cpu: dict[str, float]) -> str:
     return "  CPU per round trip: " + ", ".join(f"{k} {v:.0f} us" for k, v in cpu.items())
 
 
-def wait_quiet(out: TextIO, limit_s: float = QUIET_WAIT_S) -> float:
-    """Wait (at most `limit_s`) for other processes to use under DISTURBED% CPU; their use."""
+def wait_quiet(out: TextIO, limit_s: float | None = None) -> float:
+    """Wait (at most `limit_s`, default --quiet-wait) for other processes to use under
+    DISTURBED% CPU; their use."""
+    if limit_s is None:
+        limit_s = float(OPTIONS["quiet_wait_s"])
     end = time.monotonic() + limit_s
     said = False
     while True:

@@ -343,7 +343,9 @@ class Capacity:
         return {"shard": [self.shard.popen.pid], "gateway": [self.gateway.popen.pid],
                 "loadgen": [lg.pid for lg in self.loadgens], "bench": [os.getpid()]}
 
-    def wait_quiet(self, limit_s: float = QUIET_WAIT_S) -> None:
+    def wait_quiet(self, limit_s: float | None = None) -> None:
+        if limit_s is None:
+            limit_s = float(OPTIONS["quiet_wait_s"])
         if not self.procs:
             wait_quiet(self.out, limit_s)
             return
@@ -465,6 +467,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--via", choices=["shard", "gateway"], default="shard",
                         help="(c): load generators speak to the shard as gateways do (default), "
                         "or play as apps through a gateway process")
+    parser.add_argument("--quiet-wait", type=float, default=QUIET_WAIT_S,
+                        help="the longest to wait for a quiet machine before a measurement (s)")
     parser.add_argument("--single", action="store_true",
                         help="the unbatched protocol: one message per ack, refusal and event")
     parser.add_argument("--role", choices=["bench", "loadgen"], default="bench",
@@ -710,6 +714,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     OPTIONS["batched"] = not args.single
     OPTIONS["via"] = args.via
+    OPTIONS["quiet_wait_s"] = args.quiet_wait
     if args.role == "loadgen":
         asyncio.run(loadgen_main(args))
         return 0
