@@ -12,7 +12,8 @@ Found by the property tests (a meld such as [6♦ 7♦] or [8♠] left irregular
 touching it, as the invariant of M3/M5.4/M5.5.4 sees it) and shrunk to the positions below; the
 same stories are in tests/scenarios/chain/: halves-join-again.mxs,
 emptied-half-needs-the-split.mxs, irregular-anyway-needs-nothing.mxs,
-split-only-without-trial-work.mxs and pieces-of-one-meld.mxs.
+split-only-without-trial-work.mxs, pieces-of-one-meld.mxs and
+end-card-interior-without-trial.mxs.
 """
 
 from __future__ import annotations
@@ -143,4 +144,33 @@ def test_trial_work_on_every_piece_of_a_meld_is_left_out() -> None:
     ev = t.apply(Cancel(P3), 3000)
     assert not any(k.startswith("chain") for k in kinds(ev))
     assert melds(t) == [["10D#1", "8D#1", "9D#1", "JD#1"]]
+    check_all(t)
+
+
+def test_an_end_card_that_is_interior_without_trial_work() -> None:
+    """M5.4.3-M5.4.4, M5.5.2, M5.5.8: p3's trial move takes the 10♣ off 5-10♣; p2 then takes
+    the 9♣, an end card now. Without p3's removal it would cut the run into 5-8♣ and a lone
+    10♣, so p2 needs that removal: when it falls, p2 falls with it, before p2's calata can
+    become definitive (a consolidated p2 would leave the lone 10♣ a wound for ever)."""
+    t = position(table=("5C 6C 7C 8C 9C 10C", "9H 9S 9D", "10H 10S 10D", "JH QH KH"),
+                 hands=("2S 4D", "AH 2C", "3D 4H"))
+    t.apply(Declare(P3, cards("3D")), 1000)
+    t.apply(Move(P3, card("10C"), meld_with(t, "5C"), meld_with(t, "10H")), 1000)
+    p3_move = frozenset(t.calate[1].ops)
+    t.apply(Declare(P2, cards("AH")), 1000)
+    t.apply(Move(P2, card("9C"), meld_with(t, "5C"), meld_with(t, "9H")), 1000)
+    ev = t.apply(Place(P2, card("AH"), meld_with(t, "JH")), 1000)
+    assert "confirmed p2" in kinds(ev)
+    assert t.ops[t.calate[2].ops[0]].needs == p3_move
+    t.apply(Declare(P1, cards("2S")), 1001)
+    t.apply(Place(P1, card("2S"), meld_with(t, "5C")), 1001)
+    ev = t.advance(41_000)
+    assert "failed p3" in kinds(ev) and "chain p2 by p3" in kinds(ev)
+    assert "consolidated p2" not in kinds(ev)
+    assert t.players[P2].hand == set(cards("AH 2C"))
+    check_all(t)
+    t.advance(42_000)
+    assert melds(t) == [["10C#1", "5C#1", "6C#1", "7C#1", "8C#1", "9C#1"],
+                        ["10D#1", "10H#1", "10S#1"], ["9D#1", "9H#1", "9S#1"],
+                        ["JH#1", "KH#1", "QH#1"]]
     check_all(t)

@@ -45,14 +45,24 @@ class Op:
     kind: OpKind
     cards: tuple[Card, ...]
     src_zone: Zone
-    src_meld: int | None  # for MOVE: the meld the card left (its id at that time)
+    src_meld: int | None  # for MOVE: the meld the card left (its id on the live board)
     dst: int  # the destination meld id (for DIRECT and new melds: ids[0])
     ids: tuple[int, int, int]  # reserved: new meld, removal split, long-run split
     at_ms: int
     prev: tuple[int | None, ...] = ()  # per card: the live op that last moved it (M5.5.1)
-    touched: tuple[int, ...] = ()  # meld ids this op touched when it was applied live
+    # Meld ids this op touched on the live board: set when it is applied, refreshed when an
+    # undo replays it (two halves joined again are one meld: `refresh_ids`).
+    touched: tuple[int, ...] = ()
     needs: frozenset[int] = frozenset()  # other calate's ops this op needed (M5.4.4, M5.5.2)
     from_common: bool = False  # a card of the tiebreak's common pozzetto (M10.2)
+
+    def refresh_ids(self, touched: tuple[int, ...]) -> None:
+        """The op was replayed on a new live board (an undo): record the melds it touched
+        there. A card taken from a split half whose removal was undone was taken from the
+        whole meld, which is the one it worked on now."""
+        self.touched = touched
+        if self.kind is OpKind.MOVE and touched:
+            self.src_meld = touched[0]  # Board.apply: the source comes first
 
     @property
     def own_cards(self) -> bool:
@@ -208,17 +218,21 @@ class Board:
         return all(c not in self.where for c in op.cards)
 
 
-def replay(base: Board, ops: Iterable[Op]) -> tuple[Board, list[Op]]:
+def replay(base: Board, ops: Iterable[Op],
+           touched: dict[int, tuple[int, ...]] | None = None) -> tuple[Board, list[Op]]:
     """The board that results from `ops` applied in order on a copy of `base`.
 
     Returns the board and the ops that could not apply (their cards are not where they were
-    when the op was made: they depend on an op that is not in `ops`).
+    when the op was made: they depend on an op that is not in `ops`). `touched`, if given,
+    receives for each op applied the meld ids it touched in this replay.
     """
     board = base.copy()
     stuck: list[Op] = []
     for op in ops:
         if board.can_apply(op):
-            board.apply(op)
+            ids = board.apply(op)
+            if touched is not None:
+                touched[op.seq] = tuple(ids)
         else:
             stuck.append(op)
     return board, stuck

@@ -37,6 +37,7 @@ class UndoPlan:
     fallen: set[int]  # op seqs
     board: Board
     survivors: list[Op]
+    touched: dict[int, tuple[int, ...]]  # survivor seq -> the meld ids it touches on `board`
 
 
 def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoPlan:
@@ -48,7 +49,8 @@ def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoP
     while True:
         _close(table, by_seq, rev, fallen, pending, concluding)
         survivors = [op for op in live if op.seq not in fallen]
-        board, stuck = replay(table.base, survivors)
+        touched: dict[int, tuple[int, ...]] = {}
+        board, stuck = replay(table.base, survivors, touched)
         if stuck:
             pending.update(op.seq for op in stuck)
             continue
@@ -58,7 +60,7 @@ def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoP
                 continue
         pending.update(_wounds(table, board, survivors))
         if not pending:
-            return UndoPlan(fallen, board, survivors)
+            return UndoPlan(fallen, board, survivors, touched)
 
 
 def _close(table: Table, by_seq: dict[int, Op], rev: dict[int, list[int]], fallen: set[int],

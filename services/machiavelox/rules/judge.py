@@ -10,7 +10,9 @@ follows:
   needs each one without which its meld would be irregular (M5.5.2: "what happens to the meld if
   that card disappears");
 - consolidated work is simply the table.
-A card of another calata that an own op moved is always needed (M5.5.1).
+A card of another calata that an own op moved is always needed (M5.5.1). A meld the calata
+emptied is gone, so in order, unless it is gone only thanks to other calate's work on it or on
+the melds it was split from: then that work is needed too.
 Leaving ops out is done by replaying the others from the consolidated board (`board.replay`).
 """
 
@@ -60,21 +62,32 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     if not own:
         return EMPTY
     current = board.melds_touched(own)
+    gone_by_op = {op.seq: _gone(board, op) for op in own}
+    gone = set().union(*gone_by_op.values())
     foreign = [op for op in live if op.calata != cal.id
                and table.calate[op.calata].status is not CalataStatus.CONSOLIDATED]
     foreign_touch = {f.seq: board.melds_touched((f,)) for f in foreign}
+    # Pieces of one meld (a meld and the halves split off it, theirs too) share the root of
+    # their lineage; work on one piece may reach another when a split is left out or undone.
+    foreign_roots = {f.seq: {_root(board, x) for x in f.touched} for f in foreign}
     ctx: _Context | None = None
     irregular: set[int] = set()
     needs_by_meld: dict[int, frozenset[int]] = {}
-    for mid in current:
-        cards = board.melds[mid]
-        related = [f for f in foreign if mid in foreign_touch[f.seq]]
+    # Melds on the table, then melds the calata emptied (it took away their last cards): gone
+    # is in order, but it may be gone only thanks to other calate's work (a half left by
+    # another player's interior removal, emptied, joins its other side again if that removal
+    # falls, and is then without the cards taken from it: M5.4.4, M5.5.2).
+    for mid in (*current, *gone):
+        cards = board.melds.get(mid)  # None: gone
+        root = _root(board, mid)
+        related = [f for f in foreign
+                   if mid in foreign_touch[f.seq] or root in foreign_roots[f.seq]]
         if not related:
-            if not is_regular(cards):
+            if cards is not None and not is_regular(cards):
                 irregular.add(mid)
             continue
         if ctx is None:
-            ctx = _Context(table, own, live)
+            ctx = _Context(table, board, own, live)
         needed = ctx.search(related, mid, cards)
         if needed is None:
             irregular.add(mid)
@@ -83,7 +96,7 @@ def judge(table: Table, cal: Calata, board: Board | None = None,
     fail: set[int] = set()
     needs: dict[int, frozenset[int]] = {}
     for op in own:
-        hit = board.melds_touched((op,)) & current
+        hit = (board.melds_touched((op,)) & current) | gone_by_op[op.seq]
         if hit & irregular:
             fail.add(op.seq)
         op_needs = frozenset().union(*(needs_by_meld.get(m, frozenset()) for m in hit))
@@ -96,17 +109,22 @@ class _Context:
     """What one judgement shares across its melds: the reverse dependency graph, replays
     already made (by the set of ops left out), and a budget of replays."""
 
-    def __init__(self, table: Table, own: list[Op], live: Sequence[Op]) -> None:
+    def __init__(self, table: Table, board: Board, own: list[Op], live: Sequence[Op]) -> None:
         self.table = table
+        self.last_op = board.last_op  # who last moved each card on the board judged
         self.live = live
         self.own_seqs = {op.seq for op in own}
         self.required = _card_sources(own, live)
         self.rev = dependents(table, live, ignore_needs_of=self.own_seqs)
-        self.boards: dict[frozenset[int], Board | None] = {}
+        # replays made, by the ops left out: the board and the meld ids the own ops touched
+        # there (None: an own op could not stand)
+        self.boards: dict[frozenset[int], tuple[Board, set[int]] | None] = {}
         self.budget = MAX_REPLAYS
 
-    def search(self, related: list[Op], mid: int, cards: list[Card]) -> frozenset[int] | None:
-        """The other calate's ops the meld needs to be regular, or None if it cannot be."""
+    def search(self, related: list[Op], mid: int,
+               cards: list[Card] | None) -> frozenset[int] | None:
+        """The other calate's ops the meld needs to be regular, or None if it cannot be.
+        `cards`: the meld on the table, None when it is gone from it."""
         status = self.table.calate
         trial = [f for f in related if status[f.calata].status is CalataStatus.OPEN]
         settled = [f for f in related if status[f.calata].status is not CalataStatus.OPEN]
@@ -117,30 +135,33 @@ class _Context:
             for chosen in combinations(optional, k):
                 keep = {f.seq for f in chosen}
                 excluded = {f.seq for f in optional if f.seq not in keep} | left_out
-                verdict = self.regular_without(excluded, mid)
+                verdict = self.regular_without(excluded, mid, cards)
                 if verdict is _OVER_BUDGET:
                     return self._fallback(trial, settled, cards)
                 if verdict is not True:
                     continue  # irregular, or an own op could not stand without these
                 needed = set(keep)
                 for f in settled:  # M5.5.2: settled work it could not do without
-                    if self.regular_without(excluded | {f.seq}, mid) is not True:
+                    if self.regular_without(excluded | {f.seq}, mid, cards) is not True:
                         needed.add(f.seq)
                 return frozenset(needed)
         return None
 
     @staticmethod
-    def _fallback(trial: list[Op], settled: list[Op], cards: list[Card]) -> frozenset[int] | None:
+    def _fallback(trial: list[Op], settled: list[Op],
+                  cards: list[Card] | None) -> frozenset[int] | None:
         """Too many combinations: judge the meld as it stands and depend on all that touches
         it (documented approximation; only reached in pathological tables)."""
-        if not is_regular(cards):
+        if cards is not None and not is_regular(cards):
             return None
         return frozenset(f.seq for f in (*trial, *settled))
 
-    def regular_without(self, excluded: set[int], mid: int) -> bool | object | None:
-        """Is meld `mid` regular when the ops in `excluded` never happened (and so neither did
-        the ops that needed them: "what happens to the meld if that card disappears", M5.5.2)?
-        None if an own op could not stand without them; _OVER_BUDGET past the budget."""
+    def regular_without(self, excluded: set[int], mid: int,
+                        cards: list[Card] | None) -> bool | object | None:
+        """Is meld `mid` (`cards` on the table, None if gone from it) regular when the ops in
+        `excluded` never happened (and so neither did the ops that needed them: "what happens
+        to the meld if that card disappears", M5.5.2)? None if an own op could not stand
+        without them; _OVER_BUDGET past the budget."""
         closed = frozenset(closure(self.rev, excluded))
         if closed & self.own_seqs:
             return None
@@ -148,19 +169,47 @@ class _Context:
             if self.budget <= 0:
                 return _OVER_BUDGET
             self.budget -= 1
+            touched: dict[int, tuple[int, ...]] = {}
             board, stuck = replay(self.table.base,
-                                  (op for op in self.live if op.seq not in closed))
-            self.boards[closed] = None if any(op.seq in self.own_seqs for op in stuck) else board
-        board_or_none = self.boards[closed]
-        if board_or_none is None:
+                                  (op for op in self.live if op.seq not in closed), touched)
+            own_ids = {m for seq in self.own_seqs for m in touched.get(seq, ())}
+            self.boards[closed] = (None if any(op.seq in self.own_seqs for op in stuck)
+                                   else (board, own_ids))
+        made = self.boards[closed]
+        if made is None:
             return None
-        target = board_or_none.resolve(mid)
-        if target not in board_or_none.melds:
-            return True  # the meld is gone: nothing left irregular
-        return is_regular(board_or_none.melds[target])
+        board, own_ids = made
+        # The meld under its id there, wherever its cards are there, and the pieces of it that
+        # the own ops touched there: without the ops left out a removal may cut a run
+        # elsewhere (an interior card instead of an end one, leaving a lone card), and a half
+        # may never be split off. Only the cards that are there as on the table (last moved by
+        # the same op) are followed; those that ops left out had brought are not.
+        homes = {board.where[c] for c in cards or ()
+                 if c in board.where and board.last_op.get(c) == self.last_op.get(c)}
+        target = board.resolve(mid)
+        if target in board.melds:
+            homes.add(target)
+        root = _root(board, target)
+        homes.update(m for m in own_ids if m in board.melds and _root(board, m) == root)
+        return all(is_regular(board.melds[h]) for h in homes)
 
 
 _OVER_BUDGET = object()
+
+
+def _root(board: Board, meld_id: int) -> int:
+    """The meld that `meld_id` was split from, at the start of its lineage (itself if none)."""
+    return board.lineage(meld_id)[-1]
+
+
+def _gone(board: Board, op: Op) -> set[int]:
+    """The melds `op` touched that are no longer on `board` (their last cards were taken)."""
+    out: set[int] = set()
+    for mid in op.touched:
+        current = board.resolve(mid)
+        if current not in board.melds:
+            out.add(current)
+    return out
 
 
 def _card_sources(own: list[Op], live: Sequence[Op]) -> set[int]:

@@ -211,6 +211,8 @@ def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
     t.board = plan.board
     fallen_ops = sorted((t.ops[s] for s in plan.fallen), key=lambda o: o.seq)
     t.live = [op.seq for op in plan.survivors]
+    for op in plan.survivors:
+        op.refresh_ids(plan.touched[op.seq])  # the melds it works on now (halves joined)
     hit: dict[int, list[Op]] = {}
     for op in reversed(fallen_ops):
         del t.ops[op.seq]
