@@ -52,8 +52,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--step-s", type=float, default=10.0)
+    parser.add_argument("--quiet-wait", type=float, default=120.0,
+                        help="the longest to wait for a quiet machine before a measurement (s)")
     args = parser.parse_args(argv)
     OPTIONS["via"] = "gateway"
+    OPTIONS["quiet_wait_s"] = args.quiet_wait
     out = sys.stdout
     started = time.monotonic()
     print(f"tracing bench: {args.tables} tables through one gateway and one shard, "
