@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -19,29 +18,9 @@ from machiavelox.controller.kube import ShardScale, api_client
 from machiavelox.controller.reconcile import Controller
 from machiavelox.controller.settings import ControllerSettings
 from machiavelox.controller.shards import ShardClients
-from machiavelox.local.processes import Proc, check_all_clean, start, wait_healthy
-from tests.controller.fake_kube import FakeKube, running
-
-CAPACITY = 4
-
-
-@pytest.fixture
-def kube() -> Iterator[FakeKube]:
-    with running(namespace="mx", statefulset="shard", replicas=2) as k:
-        yield k
-
-
-@pytest.fixture
-def shards(tmp_path: Path) -> Iterator[list[Proc]]:
-    procs = [start(f"shard-{i}", "table", {"MACHIAVELOX_SHARD_ID": f"shard-{i}",
-                                           "MACHIAVELOX_TABLE_CAPACITY": str(CAPACITY)},
-                   tmp_path, wait=False) for i in (0, 1)]
-    try:
-        for proc in procs:
-            wait_healthy(proc)
-        yield procs
-    finally:
-        check_all_clean(procs)
+from machiavelox.local.processes import Proc
+from tests.controller.conftest import CAPACITY
+from tests.controller.fake_kube import FakeKube
 
 
 def controller_for(kube: FakeKube, shards: list[Proc], buffer: str = "2") -> Controller:

@@ -12,26 +12,22 @@ import os
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
-import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import (
     MACHIAVELOX,
     PARENT_PID,
     Proc,
-    check_all_clean,
     free_port,
-    start,
     wait_healthy,
 )
-from tests.controller.fake_kube import FakeKube, running
+from tests.controller.conftest import CAPACITY
+from tests.controller.fake_kube import FakeKube
 from tests.controller.test_controller import create_table, end_tables
-
-CAPACITY = 4
 
 
 def wait_for(what: str, condition: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -68,25 +64,6 @@ def start_controller(name: str, kube: FakeKube, shards: list[Proc], tmp: Path) -
     proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, env=env)
     wait_healthy(proc)
     return proc
-
-
-@pytest.fixture
-def kube() -> Iterator[FakeKube]:
-    with running(namespace="mx", statefulset="shard", replicas=2) as k:
-        yield k
-
-
-@pytest.fixture
-def shards(tmp_path: Path) -> Iterator[list[Proc]]:
-    procs = [start(f"shard-{i}", "table", {"MACHIAVELOX_SHARD_ID": f"shard-{i}",
-                                           "MACHIAVELOX_TABLE_CAPACITY": str(CAPACITY)},
-                   tmp_path, wait=False) for i in (0, 1)]
-    try:
-        for proc in procs:
-            wait_healthy(proc)
-        yield procs
-    finally:
-        check_all_clean(procs)
 
 
 def load(shard: Proc) -> table_pb2.GetLoadResponse:
