@@ -49,7 +49,7 @@ NOT_SET = {
 # Variables that are not settings: inputs of $(VAR) expansion and libpq's own.
 HELPERS = {"POD_NAME", "REDIS_PASSWORD", "PGPASSWORD"}
 
-_READ = re.compile(r"env_(?:str|int|float|bool|map)\(\s*\"([A-Z0-9_]+)\"")
+_READ = re.compile(r"env_(?:str|int|float|bool|map|port)\(\s*\"([A-Z0-9_]+)\"")
 
 
 def settings_read_by_the_code() -> set[str]:

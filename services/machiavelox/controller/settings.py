@@ -33,11 +33,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from machiavelox.platform.settings import SettingsError, env_float, env_int, env_map, env_str
+from machiavelox.platform.settings import (
+    SettingsError,
+    env_float,
+    env_grace_s,
+    env_int,
+    env_log_level,
+    env_map,
+    env_port,
+    env_str,
+)
 
 from .decide import Buffer, Policy, PolicyError
 
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -112,16 +120,9 @@ class ControllerSettings:
         if interval <= 0 or timeout <= 0:
             raise SettingsError("MACHIAVELOX_CONTROLLER_INTERVAL_S and _RPC_TIMEOUT_S must be "
                                 "positive")
-        port = env_int("CONTROLLER_PORT", 7500, env, minimum=0)
-        if port > 65535:
-            raise SettingsError(f"MACHIAVELOX_CONTROLLER_PORT must be at most 65535, not {port}")
-        grace_s = env_float("GRACE_S", 5.0, env)
-        if grace_s < 0:
-            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
-        level = env_str("LOG_LEVEL", "INFO", env).upper()
-        if level not in _LEVELS:
-            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(_LEVELS)}, "
-                                f"not {level!r}")
+        port = env_port("CONTROLLER_PORT", 7500, env)
+        grace_s = env_grace_s(5.0, env)
+        level = env_log_level("INFO", env)
         identity = env_str("CONTROLLER_IDENTITY", source.get("HOSTNAME") or socket.gethostname(),
                            env)
         return cls(

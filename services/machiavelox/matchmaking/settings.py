@@ -6,9 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from machiavelox.platform.observability import ObservabilitySettings
-from machiavelox.platform.settings import SettingsError, env_float, env_int, env_map, env_str
-
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+from machiavelox.platform.settings import (
+    SettingsError,
+    env_float,
+    env_grace_s,
+    env_int,
+    env_log_level,
+    env_map,
+    env_port,
+    env_str,
+)
 
 
 @dataclass(frozen=True)
@@ -38,21 +45,14 @@ class MatchmakingSettings:
             if "." in shard_id:
                 raise SettingsError(f"shard id {shard_id!r} in MACHIAVELOX_MATCHMAKING_SHARDS "
                                     "must not contain a dot (table ids are <shard>.<suffix>)")
-        port = env_int("MATCHMAKING_PORT", 7200, env, minimum=0)
-        if port > 65535:
-            raise SettingsError(f"MACHIAVELOX_MATCHMAKING_PORT must be at most 65535, not {port}")
+        port = env_port("MATCHMAKING_PORT", 7200, env)
         window = env_float("MATCHMAKING_WINDOW", 5.0, env)
         widen = env_float("MATCHMAKING_WIDEN_PER_S", 1.0, env)
         if window < 0 or widen < 0:
             raise SettingsError("MACHIAVELOX_MATCHMAKING_WINDOW and _WIDEN_PER_S must not be "
                                 "negative")
-        grace_s = env_float("GRACE_S", 5.0, env)
-        if grace_s < 0:
-            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
-        level = env_str("LOG_LEVEL", "INFO", env).upper()
-        if level not in _LEVELS:
-            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(_LEVELS)}, "
-                                f"not {level!r}")
+        grace_s = env_grace_s(5.0, env)
+        level = env_log_level("INFO", env)
         return cls(
             host=env_str("MATCHMAKING_HOST", "127.0.0.1", env),
             port=port,

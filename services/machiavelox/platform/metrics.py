@@ -34,7 +34,7 @@ import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 from .instrument import End, ObservingInterceptor, RpcMethod
-from .settings import SettingsError, env_int, env_str
+from .settings import env_port, env_str
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ class MetricsSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MetricsSettings:
         source = os.environ if env is None else env
-        port = env_int("METRICS_PORT", DEFAULT_PORT, env, minimum=0)
-        if port > 65535:
-            raise SettingsError(f"MACHIAVELOX_METRICS_PORT must be at most 65535, not {port}")
+        port = env_port("METRICS_PORT", DEFAULT_PORT, env)
         return cls(host=env_str("METRICS_HOST", "", env), port=port,
                    port_set=bool(source.get("MACHIAVELOX_METRICS_PORT", "")))
 

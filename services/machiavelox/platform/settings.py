@@ -76,3 +76,31 @@ def env_map(name: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
                                 f"bad item {item!r}")
         out[key] = val
     return out
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def env_port(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
+    """A TCP port, 0-65535 (0: any free port)."""
+    port = env_int(name, default, env, minimum=0)
+    if port > 65535:
+        raise SettingsError(f"{PREFIX}{name} must be at most 65535, not {port}")
+    return port
+
+
+def env_grace_s(default: float = 5.0, env: Mapping[str, str] | None = None) -> float:
+    """MACHIAVELOX_GRACE_S: how long in-flight calls get after SIGTERM."""
+    grace_s = env_float("GRACE_S", default, env)
+    if grace_s < 0:
+        raise SettingsError(f"{PREFIX}GRACE_S must not be negative, not {grace_s}")
+    return grace_s
+
+
+def env_log_level(default: str = "INFO", env: Mapping[str, str] | None = None) -> str:
+    """MACHIAVELOX_LOG_LEVEL, one of LOG_LEVELS (any case)."""
+    level = env_str("LOG_LEVEL", default, env).upper()
+    if level not in LOG_LEVELS:
+        raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
+                            f"not {level!r}")
+    return level

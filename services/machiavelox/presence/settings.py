@@ -21,9 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from machiavelox.platform.observability import ObservabilitySettings
-from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
+from machiavelox.platform.settings import (
+    SettingsError,
+    env_grace_s,
+    env_int,
+    env_log_level,
+    env_port,
+    env_str,
+)
 
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -49,16 +55,9 @@ class PresenceSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PresenceSettings:
-        port = env_int("PRESENCE_PORT", cls.port, env, minimum=0)
-        if port > 65535:
-            raise SettingsError(f"MACHIAVELOX_PRESENCE_PORT must be at most 65535, not {port}")
-        grace_s = env_float("GRACE_S", cls.grace_s, env)
-        if grace_s < 0:
-            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
-        level = env_str("LOG_LEVEL", cls.log_level, env).upper()
-        if level not in _LEVELS:
-            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(_LEVELS)}, "
-                                f"not {level!r}")
+        port = env_port("PRESENCE_PORT", cls.port, env)
+        grace_s = env_grace_s(cls.grace_s, env)
+        level = env_log_level(cls.log_level, env)
         redis_url = env_str("PRESENCE_REDIS_URL", cls.redis_url, env)
         if redis_url and not redis_url.startswith(_REDIS_SCHEMES):
             raise SettingsError("MACHIAVELOX_PRESENCE_REDIS_URL must be empty (in memory) or a "

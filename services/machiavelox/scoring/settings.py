@@ -23,11 +23,17 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from machiavelox.platform.observability import ObservabilitySettings
-from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
+from machiavelox.platform.settings import (
+    SettingsError,
+    env_float,
+    env_grace_s,
+    env_log_level,
+    env_port,
+    env_str,
+)
 
 SQLITE_PREFIX = "sqlite:///"
 POSTGRES_PREFIX = "postgresql://"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 @dataclass(frozen=True)
@@ -43,19 +49,12 @@ class ScoringSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ScoringSettings:
-        port = env_int("SCORING_PORT", 7300, env, minimum=0)
-        if port > 65535:
-            raise SettingsError(f"MACHIAVELOX_SCORING_PORT must be at most 65535, not {port}")
-        grace_s = env_float("GRACE_S", 5.0, env)
-        if grace_s < 0:
-            raise SettingsError(f"MACHIAVELOX_GRACE_S must not be negative, not {grace_s}")
+        port = env_port("SCORING_PORT", 7300, env)
+        grace_s = env_grace_s(5.0, env)
         poll_s = env_float("SCORING_POLL_S", 2.0, env)
         if poll_s <= 0:
             raise SettingsError(f"MACHIAVELOX_SCORING_POLL_S must be positive, not {poll_s}")
-        log_level = env_str("LOG_LEVEL", "INFO", env).upper()
-        if log_level not in LOG_LEVELS:
-            raise SettingsError(f"MACHIAVELOX_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
-                                f"not {log_level!r}")
+        log_level = env_log_level("INFO", env)
         data_dir = Path(env_str("DATA_DIR", ".machiavelox-data", env))
         default_url = SQLITE_PREFIX + str(data_dir / "scoring.sqlite3")
         url = env_str("SCORING_DATABASE_URL", default_url, env)
