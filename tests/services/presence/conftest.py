@@ -16,10 +16,10 @@ from typing import Any, cast
 import grpc
 import pytest
 import redis
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
 from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
+from tests.support.health import wait_serving
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 SERVICE = "machiavelox.v1.PresenceService"
@@ -68,25 +68,8 @@ class Launcher:
                     presence_pb2_grpc.PresenceServiceStub(channel))
         replica = Replica(proc, port, stderr_path, channel, stub)
         self.replicas.append(replica)
-        await self._wait_serving(replica)
+        await wait_serving(channel, SERVICE, proc, "presence", replica.stderr)
         return replica
-
-    async def _wait_serving(self, replica: Replica, timeout_s: float = 20.0) -> None:
-        health = health_pb2_grpc.HealthStub(replica.channel)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if replica.proc.poll() is not None:
-                pytest.fail(f"presence exited with {replica.proc.returncode}:\n"
-                            f"{replica.stderr()}")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE),
-                                           timeout=1.0)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            await asyncio.sleep(0.05)
-        pytest.fail(f"presence not serving after {timeout_s} s:\n{replica.stderr()}")
 
     async def stop(self, replica: Replica, timeout_s: float = 15.0) -> int:
         """SIGTERM, wait, and return the exit code (killing it after `timeout_s`)."""

@@ -12,7 +12,6 @@ import os
 import secrets
 import signal
 import subprocess
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,11 @@ from urllib.parse import quote
 import grpc
 import psycopg
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from psycopg import sql
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
 from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
+from tests.support.health import wait_serving
 
 if TYPE_CHECKING:  # the async stub type exists in the .pyi only
     from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
@@ -104,27 +103,8 @@ class ScoringProcess:
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=FAST_RECONNECT)
         self.stub = cast("ScoringServiceAsyncStub",
                          scoring_pb2_grpc.ScoringServiceStub(self.channel))
-        await self._wait_ready()
-
-    async def _wait_ready(self) -> None:
-        assert self.popen is not None and self.channel is not None
-        health = health_pb2_grpc.HealthStub(self.channel)
-        deadline = time.monotonic() + READY_DEADLINE_S
-        while True:
-            if self.popen.poll() is not None:
-                pytest.fail(f"{self.name} exited with {self.popen.returncode} before it was "
-                            f"ready:\n{self.log_text()}")
-            try:
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE),
-                                           timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"{self.name} not healthy after {READY_DEADLINE_S} s:\n"
-                            f"{self.log_text()}")
-            await asyncio.sleep(0.05)
+        await wait_serving(self.channel, SERVICE, self.popen, self.name, self.log_text,
+                           READY_DEADLINE_S)
 
     @property
     def running(self) -> bool:
