@@ -13,17 +13,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 
 import grpc
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import ServiceError, failed_precondition, not_found
-from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
+from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox, Write
 
 from .observe import GatewayObserver, Pending
 
 log = logging.getLogger(__name__)
+
+After = Callable[[], None]
+"""What to do once a response is written to the app (observer calls: metrics, spans)."""
 
 _REFUSAL_STATUS = {
     "table/not-seated": grpc.StatusCode.PERMISSION_DENIED,
@@ -47,7 +51,9 @@ class Session:
         self.joined = False
         self.failure: ServiceError | None = None
         self.link: ShardLink | None = None
-        self._out: asyncio.Queue[gateway_pb2.PlayResponse | None] = asyncio.Queue()
+        # responses for the app, each with what to do once it is written (None: the end)
+        self._out: deque[tuple[gateway_pb2.PlayResponse | None, After | None]] = deque()
+        self._waiter: asyncio.Future[None] | None = None
 
     # -------------------------------------------------------------- from the shard
     @property
@@ -59,10 +65,7 @@ class Session:
         """An item of a shard frame that arrived at `arrived_ns` (wall; perf counter)."""
         kind = item.WhichOneof("kind")
         if kind == "batch":
-            delivered = self._batch(item.batch)
-            if delivered:
-                self.observer.delivered(self, self.shard_id, delivered, arrived_ns,
-                                        arrived_perf_ns, item.traceparent)
+            self._batch(item.batch, arrived_ns, arrived_perf_ns, item.traceparent)
         elif kind == "snapshot":
             self.last_seq = item.snapshot.seq
             self.joined = True
@@ -92,11 +95,27 @@ class Session:
             self.resubscribe()
         return start, end
 
-    def _batch(self, batch: common_pb2.Batch) -> int:
-        """Put a step on the app's stream; the number of events delivered."""
+    def _observe(self, batch: common_pb2.Batch, delivered: int, arrived_ns: int,
+                 arrived_perf_ns: int, traceparent: str) -> After | None:
+        """What to tell the observer once the step is written (off the action's path)."""
+        answered = batch.HasField("ack") or batch.HasField("refused")
+        if not answered and not (delivered and arrived_perf_ns):
+            return None
+        observer, shard = self.observer, self.shard_id
+
+        def after() -> None:
+            if answered:
+                observer.outcome(self, shard, batch)
+            if delivered:
+                observer.delivered(self, shard, delivered, arrived_ns, arrived_perf_ns,
+                                   traceparent)
+        return after
+
+    def _batch(self, batch: common_pb2.Batch, arrived_ns: int = 0, arrived_perf_ns: int = 0,
+               traceparent: str = "") -> None:
+        """Put a step on the app's stream."""
         start, end = self._fresh(batch.events)
-        if batch.HasField("ack") or batch.HasField("refused"):
-            self.observer.outcome(self, self.shard_id, batch)
+        after = self._observe(batch, end - start, arrived_ns, arrived_perf_ns, traceparent)
         if batch.events:
             self.joined = True
         if self.batched:
@@ -111,8 +130,10 @@ class Session:
             if end > start:
                 self.last_seq = batch.events[end - 1].seq
             if end > start or out.HasField("ack") or out.HasField("refused"):
-                self._put(gateway_pb2.PlayResponse(batch=out))
-            return end - start
+                self._put(gateway_pb2.PlayResponse(batch=out), after)
+            elif after is not None:
+                after()
+            return
         if batch.HasField("ack"):
             self._put(gateway_pb2.PlayResponse(ack=batch.ack))
         elif batch.HasField("refused"):
@@ -120,29 +141,44 @@ class Session:
         for ev in batch.events[start:end]:
             self.last_seq = ev.seq
             self._put(gateway_pb2.PlayResponse(event=ev))
-        return end - start
+        if after is not None:
+            self._put_after(after)
 
     def resubscribe(self) -> None:
         if self.link is not None:
             self.link.subscribe(self)
 
     # -------------------------------------------------------------- to the app
-    def _put(self, response: gateway_pb2.PlayResponse) -> None:
-        self._out.put_nowait(response)
+    def _put(self, response: gateway_pb2.PlayResponse | None, after: After | None = None) -> None:
+        self._out.append((response, after))
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _put_after(self, after: After) -> None:
+        """Run `after` once the responses put so far are written."""
+        if self._out and self._out[-1][1] is None:
+            self._out[-1] = (self._out[-1][0], after)
+        else:
+            after()
 
     def fail(self, err: ServiceError) -> None:
         self.failure = err
-        self._out.put_nowait(None)
+        self._put(None)
 
     def close(self) -> None:
-        self._out.put_nowait(None)
+        self._put(None)
 
-    async def responses(self) -> AsyncIterator[gateway_pb2.PlayResponse]:
-        while True:
-            response = await self._out.get()
-            if response is None:
-                return
-            yield response
+    async def next_response(self) -> tuple[gateway_pb2.PlayResponse | None, After | None]:
+        """The next response for the app and what to do once it is written; (None, None): the
+        stream ends."""
+        while not self._out:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._out.popleft()
 
 
 class ShardLink:
@@ -153,6 +189,7 @@ class ShardLink:
         self.retry_s = retry_s
         self.sessions: dict[tuple[str, str], Session] = {}
         self._outbox: Outbox[table_pb2.GatewayItem] = Outbox(window_s)
+        self._write: Write[table_pb2.GatewayItem] | None = None  # into the stream, when open
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self._connections = 0
@@ -170,6 +207,15 @@ class ShardLink:
     # -------------------------------------------------------------- sending
     def send(self, item: table_pb2.GatewayItem) -> None:
         self._outbox.put(item)
+
+    async def flush(self) -> None:
+        """After a session put its action in: it goes out now, from the session's own task,
+        when the stream is quiet (see `Outbox`); else the stream's pump sends it paced."""
+        write = self._write
+        if write is None:
+            return  # not connected: the pump of the next connection sends it
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            await self._outbox.flush(write)  # (a broken stream: `_run` reconnects)
 
     def subscribe(self, session: Session) -> None:
         key = (session.table_id, session.player_id)
@@ -190,16 +236,19 @@ class ShardLink:
                                             unsubscribe=common_pb2.Empty()))
 
     # -------------------------------------------------------------- the stream
-    async def _frames(self) -> AsyncIterator[table_pb2.ConnectRequest]:
-        async for items in self._outbox.batches():
-            yield table_pb2.ConnectRequest(items=items)
+    async def _pump(self, write: Write[table_pb2.GatewayItem]) -> None:
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            await self._outbox.pump(write)
 
     async def _run(self) -> None:
         while True:
+            pump: asyncio.Task[None] | None = None
             try:
                 async with grpc.aio.insecure_channel(self.address) as channel:
                     stub = table_pb2_grpc.TableAuthorityServiceStub(channel)
-                    call = stub.Connect(self._frames())
+                    call = stub.Connect()
+                    self._write = write = _writer(call)
+                    pump = asyncio.create_task(self._pump(write))
                     self.connected.set()
                     self._connections += 1
                     if self._connections > 1:  # a reconnection: subscribe again, from what
@@ -216,8 +265,19 @@ class ShardLink:
             except grpc.aio.AioRpcError as err:
                 log.warning("shard stream broken: %s", err.code().name,
                             extra={"shard_id": self.shard_id})
+            finally:
+                self._write = None
+                if pump is not None:
+                    pump.cancel()
             self.connected.clear()
             await asyncio.sleep(self.retry_s)
+
+
+def _writer(call: grpc.aio.StreamStreamCall[table_pb2.ConnectRequest, table_pb2.ConnectResponse]
+            ) -> Write[table_pb2.GatewayItem]:
+    async def write(items: list[table_pb2.GatewayItem]) -> None:
+        await call.write(table_pb2.ConnectRequest(items=items))
+    return write
 
 
 class ShardLinks:

@@ -13,7 +13,7 @@ from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc, table_pb2
 from machiavelox.platform.errors import ServiceError, invalid_argument
 
 from .auth import HmacTokens, authenticate
-from .links import Session, ShardLinks
+from .links import Session, ShardLink, ShardLinks
 from .observe import GatewayObserver
 from .presence import PresenceReporter
 
@@ -35,8 +35,10 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
         return gateway_pb2.LoginResponse(token=token, player_id=request.player,
                                          expires_at=expires)
 
-    async def Play(self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest],
-                   context: Any) -> AsyncIterator[gateway_pb2.PlayResponse]:
+    async def Play(  # type: ignore[override]  # (the stubs know only the generator style)
+            self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Any) -> None:
+        """One player session. Requests are read by a task of their own; this task writes the
+        responses, and after each write does what need not delay it (metrics, spans)."""
         player = authenticate(self.tokens, context.invocation_metadata())
         try:
             first = await anext(aiter(request_iterator))
@@ -54,8 +56,13 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             metrics.stream_opened()
         reader = asyncio.create_task(self._read(request_iterator, session, link))
         try:
-            async for response in session.responses():
-                yield response
+            while True:
+                response, after = await session.next_response()
+                if response is None:
+                    break
+                await context.write(response)
+                if after is not None:
+                    after()
             if session.failure is not None:
                 raise session.failure
         finally:
@@ -69,22 +76,25 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 metrics.stream_closed()
 
     async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
-                    link: Any) -> None:
+                    link: ShardLink) -> None:
         try:
             async for request in requests:
                 kind = request.WhichOneof("kind")
-                if kind in ("action", "heartbeat"):
-                    self.presence.sign_of_life(session.player_id)
                 if kind == "action":
-                    codec.action_from_pb(rules.Seat.P1, request.action.action)  # validates
                     parent = self.observer.action(session, link.shard_id, request.action)
                     link.send(table_pb2.GatewayItem(
                         table_id=session.table_id, player_id=session.player_id,
                         action=table_pb2.ActionRequestItem(
                             client_action_id=request.action.client_action_id,
                             action=request.action.action), traceparent=parent))
+                    await link.flush()  # on its way: the rest is off the action's path
+                    # A malformed action ends the stream (INVALID_ARGUMENT). The check comes
+                    # after forwarding: the shard checks every action too and refuses a
+                    # malformed one without touching the table (docs/protocol.md).
+                    codec.action_from_pb(rules.Seat.P1, request.action.action)
+                    self.presence.sign_of_life(session.player_id)
                 elif kind == "heartbeat":
-                    continue  # presence gets signs of life (see the presence service)
+                    self.presence.sign_of_life(session.player_id)  # (see the presence service)
                 elif kind == "resync":
                     link.send(table_pb2.GatewayItem(
                         table_id=session.table_id, player_id=session.player_id,

@@ -6,6 +6,7 @@ check that a service stopped gracefully: exit 0 after SIGTERM and no ERROR line 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -25,10 +26,17 @@ PARENT_PID = "MACHIAVELOX_PARENT_PID"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` different free ports (each socket stays bound until all are chosen: calling
+    `free_port` repeatedly may give the same port twice)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def check_all_clean(procs: Iterable[Proc]) -> None:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .processes import Proc, free_port, start
+from .processes import Proc, free_ports, start
 
 KEY = "local-development-key-not-a-secret"
 NAMES = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
@@ -34,7 +34,7 @@ def metrics_ports(base: int, metrics_base: int) -> dict[str, int]:
     is 0."""
     if base and metrics_base:
         return {name: metrics_base + i for i, name in enumerate(NAMES)}
-    return {name: free_port() for name in NAMES}
+    return dict(zip(NAMES, free_ports(len(NAMES)), strict=True))
 
 
 def metrics_port(proc: Proc) -> int:
@@ -49,9 +49,11 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
     if base:
         ports = dict(zip(names, (base, base + 101, base + 102, base + 200, base + 300,
                                  base + 400), strict=True))
-    else:
-        ports = {name: free_port() for name in names}
-    metrics = metrics_ports(base, metrics_base)
+        metrics = metrics_ports(base, metrics_base)
+    else:  # free ports, all different (the /metrics ones too)
+        chosen = free_ports(2 * len(names))
+        ports = dict(zip(names, chosen[:len(names)], strict=True))
+        metrics = dict(zip(names, chosen[len(names):], strict=True))
     common = {"MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_LOG_LEVEL": "INFO"}
 
     def own(name: str) -> dict[str, str]:

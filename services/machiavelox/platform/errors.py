@@ -8,6 +8,7 @@ invalid -> INVALID_ARGUMENT, illegal and conflicts -> FAILED_PRECONDITION.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -101,32 +102,35 @@ def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
 
         return grpc.unary_unary_rpc_method_handler(
             unary_unary, handler.request_deserializer, handler.response_serializer)
-    if handler.unary_stream is not None:
-        inner_us = handler.unary_stream
-
-        async def unary_stream(request: Any, context: Any) -> Any:
-            try:
-                async for item in inner_us(request, context):
-                    yield item
-            except (ServiceError, RulesError) as exc:
-                err = _to_service_error(exc)
-                assert err is not None
-                await abort(context, err)
-
-        return grpc.unary_stream_rpc_method_handler(
-            unary_stream, handler.request_deserializer, handler.response_serializer)
-    if handler.stream_stream is not None:
-        inner_ss = handler.stream_stream
-
-        async def stream_stream(request_iterator: Any, context: Any) -> Any:
-            try:
-                async for item in inner_ss(request_iterator, context):
-                    yield item
-            except (ServiceError, RulesError) as exc:
-                err = _to_service_error(exc)
-                assert err is not None
-                await abort(context, err)
-
-        return grpc.stream_stream_rpc_method_handler(
-            stream_stream, handler.request_deserializer, handler.response_serializer)
+    for streaming, make in ((handler.unary_stream, grpc.unary_stream_rpc_method_handler),
+                            (handler.stream_stream, grpc.stream_stream_rpc_method_handler)):
+        if streaming is not None:
+            return make(_wrap_streaming(streaming), handler.request_deserializer,
+                        handler.response_serializer)
     return handler
+
+
+def _wrap_streaming(inner: Any) -> Any:
+    """A streaming handler in the style of `inner`: an async generator that yields the responses,
+    or a coroutine that writes them with `context.write` (gRPC serves each style its way)."""
+    if inspect.isasyncgenfunction(inner):
+        async def responses(request: Any, context: Any) -> Any:
+            try:
+                async for item in inner(request, context):
+                    yield item
+            except (ServiceError, RulesError) as exc:
+                err = _to_service_error(exc)
+                assert err is not None
+                await abort(context, err)
+
+        return responses
+
+    async def writes(request: Any, context: Any) -> None:
+        try:
+            await inner(request, context)
+        except (ServiceError, RulesError) as exc:
+            err = _to_service_error(exc)
+            assert err is not None
+            await abort(context, err)
+
+    return writes

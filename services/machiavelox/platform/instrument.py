@@ -14,6 +14,7 @@ UNKNOWN for any other exception.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -138,36 +139,38 @@ class ObservingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             return grpc.stream_unary_rpc_method_handler(
                 stream_unary, handler.request_deserializer, handler.response_serializer)
-        if handler.unary_stream is not None:
-            method = self._method(full, SERVER_STREAM)
-            inner_us = handler.unary_stream
-
-            async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
-                ends = begin(method, context)
-                try:
-                    async for item in inner_us(request, context):
-                        yield item
-                except BaseException as exc:
-                    end(ends, context, exc)
-                    raise
-                end(ends, context, None)
-
-            return grpc.unary_stream_rpc_method_handler(
-                unary_stream, handler.request_deserializer, handler.response_serializer)
-        if handler.stream_stream is not None:
-            method = self._method(full, BIDI_STREAM)
-            inner_ss = handler.stream_stream
-
-            async def stream_stream(request_iterator: Any, context: Any) -> AsyncIterator[Any]:
-                ends = begin(method, context)
-                try:
-                    async for item in inner_ss(request_iterator, context):
-                        yield item
-                except BaseException as exc:
-                    end(ends, context, exc)
-                    raise
-                end(ends, context, None)
-
-            return grpc.stream_stream_rpc_method_handler(
-                stream_stream, handler.request_deserializer, handler.response_serializer)
+        for streaming, rpc_type, make in (
+                (handler.unary_stream, SERVER_STREAM, grpc.unary_stream_rpc_method_handler),
+                (handler.stream_stream, BIDI_STREAM, grpc.stream_stream_rpc_method_handler)):
+            if streaming is not None:
+                return make(self._wrap_streaming(self._method(full, rpc_type), streaming),
+                            handler.request_deserializer, handler.response_serializer)
         return handler
+
+    def _wrap_streaming(self, method: RpcMethod, inner: Any) -> Any:
+        """A streaming handler in the style of `inner`: an async generator yielding the
+        responses, or a coroutine writing them with `context.write`."""
+        begin, end = self._begin, self._end
+        if inspect.isasyncgenfunction(inner):
+            async def responses(request: Any, context: Any) -> AsyncIterator[Any]:
+                ends = begin(method, context)
+                try:
+                    async for item in inner(request, context):
+                        yield item
+                except BaseException as exc:
+                    end(ends, context, exc)
+                    raise
+                end(ends, context, None)
+
+            return responses
+
+        async def writes(request: Any, context: Any) -> None:
+            ends = begin(method, context)
+            try:
+                await inner(request, context)
+            except BaseException as exc:
+                end(ends, context, exc)
+                raise
+            end(ends, context, None)
+
+        return writes

@@ -36,12 +36,19 @@ from .metrics import HELD, ShardMetrics
 @dataclass(slots=True)
 class Observation:
     kind: str
+    arrived_ns: int  # when its frame arrived (wall; 0: unknown)
     started_ns: int  # wall clock (span time base)
     started_perf_ns: int
     span: Span | None
+    applied_perf_ns: int = 0
+    code: str = ""  # the refusal code ("" accepted)
 
 
 class ShardObserver:
+    """`begin` and `end` bracket the rules engine and do what must happen on the action's
+    path (its spans, when sampled); `count` records its metrics and may run later, once the
+    step's answers are on their way (the shard defers it, see `Shard.handle_frame`)."""
+
     def __init__(self, metrics: ShardMetrics | None = None,
                  telemetry: Telemetry | None = None, winners: int = 10_000) -> None:
         self.metrics = metrics
@@ -52,8 +59,6 @@ class ShardObserver:
               arrived_ns: int) -> Observation:
         """An action leaves its queue (arrived_ns: when its frame arrived, wall ns; 0: unknown)."""
         started = time.time_ns()
-        if self.metrics is not None and arrived_ns:
-            self.metrics.observe_queue_wait(max(0, started - arrived_ns) / 1e9)
         span = None
         if self.telemetry is not None and parent:
             where = {Attr.TABLE: table_id, Attr.PLAYER: player}
@@ -63,15 +68,13 @@ class ShardObserver:
             span = self.telemetry.start_span(SpanName.SHARD_APPLY, traceparent=parent,
                                              start_ns=started,
                                              attributes={**where, Attr.ACTION_KIND: kind})
-        return Observation(kind, started, time.perf_counter_ns(), span)
+        return Observation(kind, arrived_ns, started, time.perf_counter_ns(), span)
 
     def end(self, seen: Observation, table_id: str, action: rules.Action,
             applied: Applied) -> str:
         """The action applied; the traceparent of its apply span ("" when not traced)."""
-        code = applied.error.code if applied.error is not None else ""
-        if self.metrics is not None:
-            self.metrics.observe_action(seen.kind, code,
-                                        (time.perf_counter_ns() - seen.started_perf_ns) / 1e9)
+        seen.applied_perf_ns = time.perf_counter_ns()
+        code = seen.code = applied.error.code if applied.error is not None else ""
         span = seen.span
         if self.telemetry is not None and isinstance(action, rules.Take) and not code:
             self.winners.remember((table_id, action.card), applied.first_seq, span)
@@ -90,6 +93,16 @@ class ShardObserver:
         parent = traceparent(span)
         span.end()
         return parent
+
+    def count(self, seen: Observation) -> None:
+        """The metrics of an action `end` has seen: its wait in the queue, its time in the
+        rules engine, its outcome."""
+        if self.metrics is None:
+            return
+        if seen.arrived_ns:
+            self.metrics.observe_queue_wait(max(0, seen.started_ns - seen.arrived_ns) / 1e9)
+        self.metrics.observe_action(seen.kind, seen.code,
+                                    (seen.applied_perf_ns - seen.started_perf_ns) / 1e9)
 
     def draining(self, value: bool) -> None:
         if self.metrics is not None:

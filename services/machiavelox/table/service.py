@@ -27,28 +27,26 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         self.shard = shard
         self.batch_window_s = batch_window_s
 
-    async def Connect(self, request_iterator: AsyncIterator[table_pb2.ConnectRequest],
-                      context: Any) -> AsyncIterator[table_pb2.ConnectResponse]:
-        link = GatewayLink(context.peer(), self.batch_window_s)
+    async def Connect(  # type: ignore[override]  # (the stubs know only the generator style)
+            self, request_iterator: AsyncIterator[table_pb2.ConnectRequest], context: Any) -> None:
+        """One gateway's stream. Its frames are handled in this task in arrival order; the
+        answers of a frame go out from here at once when the stream is quiet (no hand-over to
+        another task on an action's path), else the link's pump sends them paced."""
+        link = GatewayLink(context.peer(), context.write, self.batch_window_s)
         log.info("gateway connected", extra={"peer": link.name})
-
-        async def read() -> None:
-            try:
-                async for frame in request_iterator:
-                    arrived_ns = time.time_ns()
-                    for item in frame.items:
-                        self.shard.handle(link, item, arrived_ns)
-            finally:
-                link.close()
-
-        reader = asyncio.create_task(read())
+        pump = asyncio.create_task(link.pump())
         try:
-            async for frame in link.frames():
-                yield frame
+            async for frame in request_iterator:
+                arrived_ns = time.time_ns()
+                later = self.shard.handle_frame(link, frame.items, arrived_ns)
+                await link.flush()
+                self.shard.settle(later)
+            link.close()
+            await pump  # what is pending goes out, then the stream ends
         finally:
-            reader.cancel()
+            pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+                await pump
             self.shard.drop_link(link)
             log.info("gateway disconnected", extra={"peer": link.name})
 

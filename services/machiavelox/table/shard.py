@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from machiavelox import codec, rules
@@ -36,10 +36,13 @@ ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any
 
 
 class GatewayLink:
-    """One gateway's multiplexed stream: an outbox flushed in frames (see `Outbox`)."""
+    """One gateway's multiplexed stream: an outbox flushed in frames (see `Outbox`), written
+    by `write` (the stream's send)."""
 
-    def __init__(self, name: str, window_s: float = DEFAULT_WINDOW_S) -> None:
+    def __init__(self, name: str, write: Callable[[table_pb2.ConnectResponse], Awaitable[None]],
+                 window_s: float = DEFAULT_WINDOW_S) -> None:
         self.name = name
+        self._write = write
         self._outbox: Outbox[table_pb2.ShardItem] = Outbox(window_s)
 
     def send(self, item: table_pb2.ShardItem) -> None:
@@ -48,9 +51,16 @@ class GatewayLink:
     def close(self) -> None:
         self._outbox.close()
 
-    async def frames(self) -> AsyncIterator[table_pb2.ConnectResponse]:
-        async for items in self._outbox.batches():
-            yield table_pb2.ConnectResponse(items=items)
+    async def _frame(self, items: list[table_pb2.ShardItem]) -> None:
+        await self._write(table_pb2.ConnectResponse(items=items))
+
+    async def flush(self) -> None:
+        """After a frame from the gateway: its answers go out now if the stream is quiet."""
+        await self._outbox.flush(self._frame)
+
+    async def pump(self) -> None:
+        """Writes what `flush` leaves (paced frames under load) until `close`."""
+        await self._outbox.pump(self._frame)
 
 
 class Shard:
@@ -71,6 +81,7 @@ class Shard:
         self._armed: dict[str, int] = {}  # table -> the earliest deadline the heap holds for it
         self._wake = asyncio.Event()
         self._reports: set[asyncio.Task[None]] = set()
+        self._later: list[Callable[[], None]] | None = None  # see handle_frame
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
 
     # ------------------------------------------------------------------ load
@@ -159,7 +170,7 @@ class Shard:
         item as the events, so one message carries the whole step. Each event is encoded once
         (twice when it hides cards from everyone but its owner, P5). `traceparent`: of the
         sampled action that made this step, for the gateways' delivery spans."""
-        self.observer.events(events)
+        self._defer(lambda: self.observer.events(events))
         if events:
             public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
             secret = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
@@ -178,13 +189,13 @@ class Shard:
                 batch.events.extend(mine)
                 link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
                                               batch=batch, traceparent=traceparent))
-            self._report(host)
+            self._defer(lambda: self._report(host))
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
                 own.send(table_pb2.ShardItem(table_id=host.table_id, player_id=actor,
                                              batch=outcome, traceparent=traceparent))
-        self._schedule(host)
+        self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
         if self.report is None:
@@ -209,6 +220,32 @@ class Shard:
         for subs in self.subs.values():
             for player in [p for p, lk in subs.items() if lk is link]:
                 del subs[player]
+
+    def handle_frame(self, link: GatewayLink, items: Sequence[table_pb2.GatewayItem],
+                     arrived_ns: int = 0) -> list[Callable[[], None]]:
+        """The items of one frame from a gateway (arrived at `arrived_ns`, wall clock), in
+        order. What need not happen before the answers leave (metrics, re-arming timers,
+        reporting results) is returned to be done by `settle` once they are sent: it is off
+        the path of every action."""
+        later: list[Callable[[], None]] = []
+        self._later = later
+        try:
+            for item in items:
+                self.handle(link, item, arrived_ns)
+        finally:
+            self._later = None
+        return later
+
+    @staticmethod
+    def settle(later: list[Callable[[], None]]) -> None:
+        for work in later:
+            work()
+
+    def _defer(self, work: Callable[[], None]) -> None:
+        if self._later is None:
+            work()
+        else:
+            self._later.append(work)
 
     def handle(self, link: GatewayLink, item: table_pb2.GatewayItem, arrived_ns: int = 0) -> None:
         """One item from a gateway (its frame arrived at `arrived_ns`, wall clock); refusals go
@@ -269,6 +306,7 @@ class Shard:
                                    item.traceparent, arrived_ns)
         applied = host.apply(player, action, self.clock())
         traceparent = self.observer.end(seen, host.table_id, action, applied)
+        self._defer(lambda: self.observer.count(seen))
         if applied.error is not None:
             outcome = common_pb2.Batch(refused=common_pb2.ActionRefused(
                 client_action_id=req.client_action_id,
