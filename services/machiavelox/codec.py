@@ -46,32 +46,34 @@ def card_from_pb(msg: pb.Card) -> rules.Card:
 
 
 def cards_from_pb(msgs: object) -> tuple[rules.Card, ...]:
-    return tuple(card_from_pb(m) for m in msgs)  # type: ignore[attr-defined]
+    return tuple([card_from_pb(m) for m in msgs])  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------- actions
+_SIMPLE: dict[str, type[rules.Action]] = {
+    "draw": rules.Draw, "release": rules.Release, "conclude": rules.Conclude,
+    "cancel": rules.Cancel, "stop": rules.Stop, "give_up": rules.GiveUp,
+    "abandon": rules.Abandon, "ready": rules.Ready, "leave": rules.Leave,
+}
+_WITH_CARDS: dict[str, type[rules.Declare | rules.Undeclare | rules.Direct]] = {
+    "declare": rules.Declare, "undeclare": rules.Undeclare, "direct": rules.Direct,
+}
+
+
 def action_from_pb(seat: rules.Seat, msg: pb.Action) -> rules.Action:
     """The engine action for a wire action by `seat`; INVALID_ARGUMENT when malformed."""
     kind = msg.WhichOneof("kind")
     if kind is None:
         raise invalid_argument("request/no-action", "the action has no verb")
-    simple: dict[str, type] = {
-        "draw": rules.Draw, "release": rules.Release, "conclude": rules.Conclude,
-        "cancel": rules.Cancel, "stop": rules.Stop, "give_up": rules.GiveUp,
-        "abandon": rules.Abandon, "ready": rules.Ready, "leave": rules.Leave,
-    }
-    if kind in simple:
-        action: rules.Action = simple[kind](seat)
-        return action
-    if kind in ("declare", "undeclare", "direct"):
+    simple = _SIMPLE.get(kind)
+    if simple is not None:
+        return simple(seat)  # type: ignore[call-arg]
+    with_cards = _WITH_CARDS.get(kind)
+    if with_cards is not None:
         cards = cards_from_pb(getattr(msg, kind).cards)
         if not cards:
             raise invalid_argument("request/no-cards", f"{kind} needs at least one card")
-        if kind == "declare":
-            return rules.Declare(seat, cards)
-        if kind == "undeclare":
-            return rules.Undeclare(seat, cards)
-        return rules.Direct(seat, cards)
+        return with_cards(seat, cards)
     if kind in ("attach", "place", "take"):
         arg = getattr(msg, kind)
         if not arg.HasField("card"):
@@ -146,18 +148,24 @@ def refusal_to_pb(err: rules.RulesError | ServiceError) -> pb.Refusal:
 
 # ---------------------------------------------------------------------------- events, views
 def event_to_pb(event: rules.Event, seq: int) -> pb.Event:
-    return pb.Event(
-        seq=seq,
-        at_ms=event.at_ms,
-        kind=event.kind,
-        player=seat_to_pb(event.player),
-        by=seat_to_pb(event.by),
-        cards=[card_to_pb(c) for c in event.cards],
-        meld=event.meld or 0,
-        to_meld=event.to_meld or 0,
-        melds=list(event.melds),
-        detail=event.detail,
-    )
+    """On every action's path: only the fields the event has are set (the same message)."""
+    msg = pb.Event(seq=seq, at_ms=event.at_ms, kind=event.kind,
+                   player=seat_to_pb(event.player))
+    if event.by is not None:
+        msg.by = _SEAT_TO_PB[event.by]
+    if event.cards:
+        add = msg.cards.add
+        for card in event.cards:
+            add(index=card.index)
+    if event.meld:
+        msg.meld = event.meld
+    if event.to_meld:
+        msg.to_meld = event.to_meld
+    if event.melds:
+        msg.melds.extend(event.melds)
+    if event.detail:
+        msg.detail = event.detail
+    return msg
 
 
 def result_to_pb(result: rules.SmazzataResult | None) -> pb.SmazzataResult | None:

@@ -263,7 +263,7 @@ class ShardLoad:
         self.shard = shard
         self.channel = grpc.aio.insecure_channel(shard)
         self.call: Any = None
-        self.outbox: Outbox[bytes] = Outbox()  # the gateway's flush policy
+        self.outbox: Outbox[list[bytes]] = Outbox(list)  # the gateway's flush policy
         self.actors: dict[tuple[str, str], Actor] = {}
         self.setup: dict[tuple[str, str], asyncio.Future[int]] = {}
         self.heap: list[tuple[float, int, tuple[str, str]]] = []
@@ -284,11 +284,13 @@ class ShardLoad:
                        asyncio.create_task(self._schedule())]
 
     def _send(self, item: bytes) -> None:
-        self.outbox.put(item)
+        self.outbox.frame().append(item)
 
     async def _write(self) -> None:
-        async for items in self.outbox.batches():
+        async def write(items: list[bytes]) -> None:
             await self.call.write(b"".join(items))
+
+        await self.outbox.pump(write)
 
     async def _read(self) -> None:
         while True:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -188,8 +189,9 @@ class ShardLink:
         self.address = address
         self.retry_s = retry_s
         self.sessions: dict[tuple[str, str], Session] = {}
-        self._outbox: Outbox[table_pb2.GatewayItem] = Outbox(window_s)
-        self._write: Write[table_pb2.GatewayItem] | None = None  # into the stream, when open
+        self._outbox: Outbox[table_pb2.ConnectRequest] = Outbox(table_pb2.ConnectRequest,
+                                                                window_s)
+        self._write: Write[table_pb2.ConnectRequest] | None = None  # the stream's, when open
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self._connections = 0
@@ -205,8 +207,10 @@ class ShardLink:
                 await self._task
 
     # -------------------------------------------------------------- sending
-    def send(self, item: table_pb2.GatewayItem) -> None:
-        self._outbox.put(item)
+    def item(self, session: Session, **fields: Any) -> table_pb2.GatewayItem:
+        """A new item of `session` in the frame being filled, for the caller to complete now."""
+        return self._outbox.frame().items.add(table_id=session.table_id,
+                                              player_id=session.player_id, **fields)
 
     async def flush(self) -> None:
         """After a session put its action in: it goes out now, from the session's own task,
@@ -224,19 +228,16 @@ class ShardLink:
             old.fail(failed_precondition("session/replaced", "a newer session took over"))
         self.sessions[key] = session
         session.link = self
-        self.send(table_pb2.GatewayItem(table_id=session.table_id, player_id=session.player_id,
-                                        subscribe=table_pb2.Subscribe(from_seq=session.last_seq)))
+        self.item(session, subscribe=table_pb2.Subscribe(from_seq=session.last_seq))
 
     def unsubscribe(self, session: Session) -> None:
         key = (session.table_id, session.player_id)
         if self.sessions.get(key) is session:
             del self.sessions[key]
-            self.send(table_pb2.GatewayItem(table_id=session.table_id,
-                                            player_id=session.player_id,
-                                            unsubscribe=common_pb2.Empty()))
+            self.item(session, unsubscribe=common_pb2.Empty())
 
     # -------------------------------------------------------------- the stream
-    async def _pump(self, write: Write[table_pb2.GatewayItem]) -> None:
+    async def _pump(self, write: Write[table_pb2.ConnectRequest]) -> None:
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
             await self._outbox.pump(write)
 
@@ -247,7 +248,7 @@ class ShardLink:
                 async with grpc.aio.insecure_channel(self.address) as channel:
                     stub = table_pb2_grpc.TableAuthorityServiceStub(channel)
                     call = stub.Connect()
-                    self._write = write = _writer(call)
+                    self._write = write = call.write
                     pump = asyncio.create_task(self._pump(write))
                     self.connected.set()
                     self._connections += 1
@@ -271,13 +272,6 @@ class ShardLink:
                     pump.cancel()
             self.connected.clear()
             await asyncio.sleep(self.retry_s)
-
-
-def _writer(call: grpc.aio.StreamStreamCall[table_pb2.ConnectRequest, table_pb2.ConnectResponse]
-            ) -> Write[table_pb2.GatewayItem]:
-    async def write(items: list[table_pb2.GatewayItem]) -> None:
-        await call.write(table_pb2.ConnectRequest(items=items))
-    return write
 
 
 class ShardLinks:

@@ -82,11 +82,9 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 kind = request.WhichOneof("kind")
                 if kind == "action":
                     parent = self.observer.action(session, link.shard_id, request.action)
-                    link.send(table_pb2.GatewayItem(
-                        table_id=session.table_id, player_id=session.player_id,
-                        action=table_pb2.ActionRequestItem(
-                            client_action_id=request.action.client_action_id,
-                            action=request.action.action), traceparent=parent))
+                    item = link.item(session, traceparent=parent)
+                    item.action.client_action_id = request.action.client_action_id
+                    item.action.action.CopyFrom(request.action.action)
                     await link.flush()  # on its way: the rest is off the action's path
                     # A malformed action ends the stream (INVALID_ARGUMENT). The check comes
                     # after forwarding: the shard checks every action too and refuses a
@@ -96,9 +94,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 elif kind == "heartbeat":
                     self.presence.sign_of_life(session.player_id)  # (see the presence service)
                 elif kind == "resync":
-                    link.send(table_pb2.GatewayItem(
-                        table_id=session.table_id, player_id=session.player_id,
-                        subscribe=table_pb2.Subscribe(from_seq=0)))
+                    link.item(session, subscribe=table_pb2.Subscribe(from_seq=0))
                 elif kind == "join":
                     raise invalid_argument("request/join-once", "one table per Play stream")
                 else:

@@ -3,7 +3,7 @@
 Flush policy (adaptive batching). Each frame costs gRPC a write, a syscall and a wake-up of the
 other side, whatever it holds; under load that cost, paid per item, is most of a shard's CPU.
 So the outbox watches how often something is put in it (an "activation": a step of some table
-has something to send; puts less than 50 µs apart count as one step) with a moving average of
+has something to send; items less than 50 µs apart count as one step) with a moving average of
 the gaps between activations:
 - when activations are rarer than `min_batch` per `window_s` (a quiet stream, or a single
   player's actions one after another), everything pending goes out at once, no added latency;
@@ -28,23 +28,29 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
-T = TypeVar("T")
-Write = Callable[[list[T]], Awaitable[None]]
-"""Sends one frame made of the items given (a gRPC stream write)."""
+F = TypeVar("F")
+Write = Callable[[F], Awaitable[None]]
+"""Sends one frame (a gRPC stream write)."""
 
 DEFAULT_WINDOW_S = 0.002
 DEFAULT_MIN_BATCH = 4
 _SMOOTHING = 0.2  # weight of the newest gap in the moving average
 _IDLE_GAP_S = 1.0  # the longest gap the average counts (an idle stream)
-_SAME_STEP_S = 50e-6  # puts closer than this belong to one step (one table's items)
+_SAME_STEP_S = 50e-6  # items closer than this belong to one step (one table's items)
 
 
-class Outbox(Generic[T]):
-    def __init__(self, window_s: float = DEFAULT_WINDOW_S,
+class Outbox(Generic[F]):
+    """Frames of type F (a message with a repeated field of items, or a list) made by
+    `new_frame`; callers add each item straight into the frame being filled (`frame`), so an
+    item is built once, in place, and never copied into a frame afterwards."""
+
+    def __init__(self, new_frame: Callable[[], F], window_s: float = DEFAULT_WINDOW_S,
                  min_batch: int = DEFAULT_MIN_BATCH) -> None:
+        self.new_frame = new_frame
         self.window_s = window_s
         self.min_batch = min_batch
-        self._items: list[T] = []
+        self._frame: F | None = None  # being filled
+        self._pending = 0  # items in it
         self._ready = asyncio.Event()
         self._writing = asyncio.Lock()  # one write at a time: `flush` or `pump`
         self._closed = False
@@ -54,38 +60,42 @@ class Outbox(Generic[T]):
         self.frames = 0
         self.items = 0
 
-    def put(self, item: T) -> None:
+    def frame(self) -> F:
+        """The frame being filled: the caller adds one item to it, now (before any await)."""
         now = time.monotonic()
         gap = now - self._activated
         self._activated = now
         if gap > _SAME_STEP_S:
             self.gap_s += (min(gap, _IDLE_GAP_S) - self.gap_s) * _SMOOTHING
-        if not self._items:
+        frame = self._frame
+        if frame is None:
+            frame = self._frame = self.new_frame()
             self._ready.set()
-        self._items.append(item)
+        self._pending += 1
+        return frame
 
     def close(self) -> None:
-        """No more items: what is pending still goes out, then `batches` ends."""
+        """No more items: what is pending still goes out, then `pump` returns."""
         self._closed = True
         self._ready.set()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._pending
 
     @property
     def pacing(self) -> bool:
         return self.gap_s * self.min_batch < self.window_s
 
-    async def flush(self, write: Write[T]) -> bool:
+    async def flush(self, write: Write[F]) -> bool:
         """Write what is pending now, from the caller's task, if the stream is quiet and no
         write is in flight; otherwise leave it to `pump`. True when it wrote."""
-        if not self._items or self.pacing or self._writing.locked():
+        if self._frame is None or self.pacing or self._writing.locked():
             return False
         async with self._writing:
             await self._send(write)
         return True
 
-    async def pump(self, write: Write[T]) -> None:
+    async def pump(self, write: Write[F]) -> None:
         """The stream's writer: sends what is pending, paced; returns once closed and empty."""
         while True:
             await self._ready.wait()
@@ -95,13 +105,14 @@ class Outbox(Generic[T]):
             self._ready.clear()
             async with self._writing:
                 await self._send(write)
-            if self._closed and not self._items:
+            if self._closed and self._frame is None:
                 return
 
-    async def _send(self, write: Write[T]) -> None:
-        items, self._items = self._items, []
-        if items:
+    async def _send(self, write: Write[F]) -> None:
+        frame = self._frame
+        if frame is not None:
             self.frames += 1
-            self.items += len(items)
-            await write(items)
+            self.items += self._pending
+            self._frame, self._pending = None, 0
+            await write(frame)
             self._last = time.monotonic()

@@ -42,25 +42,24 @@ class GatewayLink:
     def __init__(self, name: str, write: Callable[[table_pb2.ConnectResponse], Awaitable[None]],
                  window_s: float = DEFAULT_WINDOW_S) -> None:
         self.name = name
+        self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(table_pb2.ConnectResponse,
+                                                                 window_s)
         self._write = write
-        self._outbox: Outbox[table_pb2.ShardItem] = Outbox(window_s)
 
-    def send(self, item: table_pb2.ShardItem) -> None:
-        self._outbox.put(item)
+    def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
+        """A new item in the frame being filled, for the caller to complete now."""
+        return self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
 
     def close(self) -> None:
         self._outbox.close()
 
-    async def _frame(self, items: list[table_pb2.ShardItem]) -> None:
-        await self._write(table_pb2.ConnectResponse(items=items))
-
     async def flush(self) -> None:
         """After a frame from the gateway: its answers go out now if the stream is quiet."""
-        await self._outbox.flush(self._frame)
+        await self._outbox.flush(self._write)
 
     async def pump(self) -> None:
         """Writes what `flush` leaves (paced frames under load) until `close`."""
-        await self._outbox.pump(self._frame)
+        await self._outbox.pump(self._write)
 
 
 class Shard:
@@ -184,17 +183,15 @@ class Shard:
                             mine[i] = full
                 else:
                     mine = public
-                batch = (outcome if player == actor and outcome is not None
-                         else common_pb2.Batch())
+                batch = link.item(host.table_id, player, traceparent=traceparent).batch
+                if player == actor and outcome is not None:
+                    batch.MergeFrom(outcome)
                 batch.events.extend(mine)
-                link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
-                                              batch=batch, traceparent=traceparent))
             self._defer(lambda: self._report(host))
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
-                own.send(table_pb2.ShardItem(table_id=host.table_id, player_id=actor,
-                                             batch=outcome, traceparent=traceparent))
+                own.item(host.table_id, actor, batch=outcome, traceparent=traceparent)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
@@ -269,10 +266,9 @@ class Shard:
             else:
                 raise invalid_argument("request/empty-item", "the item has no kind")
         except ServiceError as err:
-            link.send(table_pb2.ShardItem(
-                table_id=item.table_id, player_id=item.player_id,
-                refused=common_pb2.ActionRefused(client_action_id=action_id,
-                                                 refusal=codec.refusal_to_pb(err))))
+            link.item(item.table_id, item.player_id,
+                      refused=common_pb2.ActionRefused(client_action_id=action_id,
+                                                       refusal=codec.refusal_to_pb(err)))
 
     def _seated(self, table_id: str, player_id: str) -> TableHost:
         host = self.tables.get(table_id)
@@ -289,14 +285,11 @@ class Shard:
         if from_seq <= 0 or from_seq > host.seq:
             view = codec.view_to_pb(host.view(seat), host.table_id, host.match.phase,
                                     host.statuses())
-            link.send(table_pb2.ShardItem(
-                table_id=host.table_id, player_id=player,
-                snapshot=common_pb2.Snapshot(view=view, seq=host.seq)))
+            link.item(host.table_id, player, snapshot=common_pb2.Snapshot(view=view, seq=host.seq))
             return
         missed = host.events_after(from_seq, seat)
-        link.send(table_pb2.ShardItem(
-            table_id=host.table_id, player_id=player,
-            events=table_pb2.EventList(events=[codec.event_to_pb(ev, seq) for seq, ev in missed])))
+        link.item(host.table_id, player, events=table_pb2.EventList(
+            events=[codec.event_to_pb(ev, seq) for seq, ev in missed]))
 
     def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
              arrived_ns: int) -> None:
@@ -316,8 +309,7 @@ class Shard:
                 client_action_id=req.client_action_id, seq=applied.first_seq,
                 arrival_index=applied.arrival))
         if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
-            link.send(table_pb2.ShardItem(table_id=host.table_id, player_id=player,
-                                          batch=outcome, traceparent=traceparent))
+            link.item(host.table_id, player, batch=outcome, traceparent=traceparent)
             self._after(host, applied.events, traceparent=traceparent)
             return
         self._after(host, applied.events, player, outcome, traceparent)
