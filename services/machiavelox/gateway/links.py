@@ -13,13 +13,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import grpc
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox.platform.eager import start_eagerly
 from machiavelox.platform.errors import ServiceError, failed_precondition, not_found
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox, Write
 
@@ -54,7 +55,9 @@ class Session:
         self.link: ShardLink | None = None
         # responses for the app, each with what to do once it is written (None: the end)
         self._out: deque[tuple[gateway_pb2.PlayResponse | None, After | None]] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._write: Callable[[gateway_pb2.PlayResponse], Awaitable[None]] | None = None
+        self._writing = False
+        self._ended: asyncio.Future[None] | None = None
 
     # -------------------------------------------------------------- from the shard
     @property
@@ -86,6 +89,12 @@ class Session:
     def _fresh(self, events: Sequence[common_pb2.Event]) -> tuple[int, int]:
         """The slice [start, end) of `events` to deliver: after the ones already delivered (a
         resubscription overlapped), up to a gap, if any (then it asks again from what it has)."""
+        n = len(events)
+        if not n:
+            return 0, 0
+        first = events[0].seq
+        if first == self.last_seq + 1 and events[n - 1].seq == first + n - 1:
+            return 0, n  # the usual case: the next events, in order
         start = 0
         while start < len(events) and events[start].seq <= self.last_seq:
             start += 1
@@ -150,11 +159,50 @@ class Session:
             self.link.subscribe(self)
 
     # -------------------------------------------------------------- to the app
+    async def serve(self, write: Callable[[gateway_pb2.PlayResponse], Awaitable[None]]) -> None:
+        """Write the responses with `write` (the Play stream's) until the session ends.
+
+        A response goes out from the task that delivers it (the shard link's reader), started
+        eagerly: no hand-over to the session's own task on an event's path. One write at a
+        time: what comes meanwhile is queued and written, in order, when it completes."""
+        self._ended = asyncio.get_running_loop().create_future()
+        self._write = write
+        if self._out:
+            self._start_writing()
+        try:
+            await self._ended
+        finally:
+            self._write = None
+
     def _put(self, response: gateway_pb2.PlayResponse | None, after: After | None = None) -> None:
         self._out.append((response, after))
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if not self._writing and self._write is not None:
+            self._start_writing()
+
+    def _start_writing(self) -> None:
+        self._writing = True
+        start_eagerly(self._drain(), self._write_failed)
+
+    async def _drain(self) -> None:
+        try:
+            while self._out and self._write is not None:
+                response, after = self._out.popleft()
+                if response is None:
+                    self._end()
+                    return
+                await self._write(response)
+                if after is not None:
+                    after()
+        finally:
+            self._writing = False
+
+    def _write_failed(self, exc: BaseException) -> None:
+        log.debug("a write to the app failed: %r", exc, extra={"player_id": self.player_id})
+        self._end()  # the stream is gone (the app left): the session ends
+
+    def _end(self) -> None:
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(None)
 
     def _put_after(self, after: After) -> None:
         """Run `after` once the responses put so far are written."""
@@ -169,17 +217,6 @@ class Session:
 
     def close(self) -> None:
         self._put(None)
-
-    async def next_response(self) -> tuple[gateway_pb2.PlayResponse | None, After | None]:
-        """The next response for the app and what to do once it is written; (None, None): the
-        stream ends."""
-        while not self._out:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._out.popleft()
 
 
 class ShardLink:

@@ -37,8 +37,9 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def Play(  # type: ignore[override]  # (the stubs know only the generator style)
             self, request_iterator: AsyncIterator[gateway_pb2.PlayRequest], context: Any) -> None:
-        """One player session. Requests are read by a task of their own; this task writes the
-        responses, and after each write does what need not delay it (metrics, spans)."""
+        """One player session. Requests are read by a task of their own; responses are written
+        as they come (`Session.serve`), and after each write what need not delay it (metrics,
+        spans)."""
         player = authenticate(self.tokens, context.invocation_metadata())
         try:
             first = await anext(aiter(request_iterator))
@@ -56,13 +57,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             metrics.stream_opened()
         reader = asyncio.create_task(self._read(request_iterator, session, link))
         try:
-            while True:
-                response, after = await session.next_response()
-                if response is None:
-                    break
-                await context.write(response)
-                if after is not None:
-                    after()
+            await session.serve(context.write)
             if session.failure is not None:
                 raise session.failure
         finally:

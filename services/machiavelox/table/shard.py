@@ -247,7 +247,6 @@ class Shard:
     def handle(self, link: GatewayLink, item: table_pb2.GatewayItem, arrived_ns: int = 0) -> None:
         """One item from a gateway (its frame arrived at `arrived_ns`, wall clock); refusals go
         back in-band, never as a stream error."""
-        action_id = item.action.client_action_id if item.HasField("action") else ""
         try:
             host = self._seated(item.table_id, item.player_id)
             kind = item.WhichOneof("kind")
@@ -266,6 +265,7 @@ class Shard:
             else:
                 raise invalid_argument("request/empty-item", "the item has no kind")
         except ServiceError as err:
+            action_id = item.action.client_action_id if item.HasField("action") else ""
             link.item(item.table_id, item.player_id,
                       refused=common_pb2.ActionRefused(client_action_id=action_id,
                                                        refusal=codec.refusal_to_pb(err)))
