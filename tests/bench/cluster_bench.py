@@ -161,60 +161,60 @@ class Floor:
 
 
 # ============================================================================ (b) one action
-async def measure_action(gateway: str, shard: str, name: str, warmup: int, samples: int,
+async def measure_action(ch: grpc.aio.Channel, shard: str, name: str, warmup: int, samples: int,
                          per_table: int, observers: Helper | None
                          ) -> tuple[list[float], Counter[str]]:
-    """Round trips of single actions, in order; a fresh table every `per_table` actions (0:
-    one table throughout), since a table's cost per action grows with its age (see below)."""
+    """Round trips of single actions, in order, over the app's long-lived channel to the gateway
+    (as the floor's client keeps its channel); a fresh table every `per_table` actions (0: one
+    table throughout), since a table's cost per action grows with its age (see below)."""
     kinds: Counter[str] = Counter()
     lat: list[float] = []
     names = ("declare", "undeclare")
     total = warmup + samples
     chunk = per_table or total
-    async with grpc.aio.insecure_channel(gateway) as ch:
-        for first in range(0, total, chunk):
-            table_id = f"{SHARD}.{name}x{first}"
-            players = [f"{name}x{first}{s}" for s in ("a", "b", "c")]
-            await create_table(shard, table_id, players)
-            if observers is not None:
-                assert observers.ask({"cmd": "observe", "table": table_id,
-                                      "players": players[1:]})["ok"]
-            call = ch.stream_stream(PLAY)(metadata=token_for(players[0]))
-            card = await join_and_draw(call, table_id, rules.Seat.P1)
-            pair = pair_actions(rules.Seat.P1, card)
-            for i in range(first, min(total, first + chunk)):
-                which = (i - first) % 2
-                data = action_bytes(f"x{i}", pair[which])
-                ack_seq = -1
-                t0 = now_ns()
-                await call.write(data)
-                while True:
-                    message = await call.read()
-                    tag = message[0]
-                    if tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
-                        break
-                    if tag == EVENT:
-                        continue
-                    ack, refused, events = step_of(message)
-                    if refused is not None:
-                        raise RuntimeError(f"refused: {refused.refusal.code}")
-                    if ack is not None:
-                        ack_seq = ack.seq
-                    if ack_seq >= 0 and any(ev.seq >= ack_seq for ev in events):
-                        break
-                t1 = now_ns()
-                if i >= warmup:
-                    lat.append((t1 - t0) / 1e6)
-                # untimed: read the rest of this action's events before the next one
-                seen = [ev.kind for ev in step_of(message)[2] if ev.seq >= ack_seq]
-                kinds[seen[0]] += 1
-                while seen[-1] != LAST_KIND[names[which]]:
-                    seen = [ev.kind for ev in step_of(await asyncio.wait_for(call.read(), 5))[2]]
-                    kinds.update(seen)
-            await call.done_writing()
-            call.cancel()
-            if observers is not None:
-                assert observers.ask({"cmd": "unobserve"})["ok"]
+    for first in range(0, total, chunk):
+        table_id = f"{SHARD}.{name}x{first}"
+        players = [f"{name}x{first}{s}" for s in ("a", "b", "c")]
+        await create_table(shard, table_id, players)
+        if observers is not None:
+            assert observers.ask({"cmd": "observe", "table": table_id,
+                                  "players": players[1:]})["ok"]
+        call = ch.stream_stream(PLAY)(metadata=token_for(players[0]))
+        card = await join_and_draw(call, table_id, rules.Seat.P1)
+        pair = pair_actions(rules.Seat.P1, card)
+        for i in range(first, min(total, first + chunk)):
+            which = (i - first) % 2
+            data = action_bytes(f"x{i}", pair[which])
+            ack_seq = -1
+            t0 = now_ns()
+            await call.write(data)
+            while True:
+                message = await call.read()
+                tag = message[0]
+                if tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
+                    break
+                if tag == EVENT:
+                    continue
+                ack, refused, events = step_of(message)
+                if refused is not None:
+                    raise RuntimeError(f"refused: {refused.refusal.code}")
+                if ack is not None:
+                    ack_seq = ack.seq
+                if ack_seq >= 0 and any(ev.seq >= ack_seq for ev in events):
+                    break
+            t1 = now_ns()
+            if i >= warmup:
+                lat.append((t1 - t0) / 1e6)
+            # untimed: read the rest of this action's events before the next one
+            seen = [ev.kind for ev in step_of(message)[2] if ev.seq >= ack_seq]
+            kinds[seen[0]] += 1
+            while seen[-1] != LAST_KIND[names[which]]:
+                seen = [ev.kind for ev in step_of(await asyncio.wait_for(call.read(), 5))[2]]
+                kinds.update(seen)
+        await call.done_writing()
+        call.cancel()
+        if observers is not None:
+            assert observers.ask({"cmd": "unobserve"})["ok"]
     return lat, kinds
 
 
@@ -512,8 +512,9 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
               f"blocks of {block} after {warmup} warm-up round trips each", file=out, flush=True)
         await asyncio.to_thread(wait_quiet, out)
         await floor.run(warmup)
-        await measure_action(gateway, shard, "w1", 0, warmup, PER_TABLE, None)
-        await measure_action(gateway, shard, "w2", 0, warmup, PER_TABLE, observers)
+        app = grpc.aio.insecure_channel(gateway)  # the app's connection, kept (as the floor's)
+        await measure_action(app, shard, "w1", 0, warmup, PER_TABLE, None)
+        await measure_action(app, shard, "w2", 0, warmup, PER_TABLE, observers)
         lat: dict[str, list[float]] = {"a": [], "b1": [], "b2": []}
         kinds: Counter[str] = Counter()
         ours.begin()
@@ -521,7 +522,7 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
             lat["a"] += await floor.run(block)
             for key, obs in (("b1", None), ("b2", observers)):
                 meters[key].begin()
-                got, seen = await measure_action(gateway, shard, f"{key}k{i}", 0, block,
+                got, seen = await measure_action(app, shard, f"{key}k{i}", 0, block,
                                                  PER_TABLE, obs)
                 meters[key].end(block)
                 lat[key] += got
@@ -545,7 +546,8 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
             print(f"  ratio ({key})/(a): p50 {r50:.2f}x  p99 {r99:.2f}x   (target p50 <= 1.25: "
                   f"{'met' if r50 <= 1.25 else 'NOT met'})", file=out, flush=True)
         aging = AGING_QUICK if args.quick else AGING
-        b3, _ = await measure_action(gateway, shard, "lat3", 0, aging, 0, None)
+        b3, _ = await measure_action(app, shard, "lat3", 0, aging, 0, None)
+        await app.close()
         tenth = aging // 10
         print(f"  (b3) ONE table aging over {aging} actions (alone): p50 of the first "
               f"{tenth} {pct(b3[:tenth], 50):.3f} ms, of the last {tenth} "

@@ -126,3 +126,28 @@ async def test_one_write_at_a_time_what_comes_meanwhile_goes_next_in_order() -> 
         assert await first
         assert await stream.next() == [1]
         assert await stream.next() == [2, 3]
+
+
+async def test_a_held_outbox_does_not_wake_the_pump_and_flush_releases_it() -> None:
+    box: Outbox[list[int]] = Outbox(list, window_s=0.05)
+    stream = Stream()
+
+    async def step(item: int) -> bool:  # a producer: hold, add, flush, in one turn
+        box.hold()
+        box.frame().append(item)
+        assert not box._ready.is_set()  # the pump is not woken for it
+        return await box.flush(stream.write)
+
+    async with pumped(box, stream):
+        assert await step(1)
+        assert stream.writers == [asyncio.current_task()]
+        assert await stream.next() == [1]
+        stream.release.clear()  # the stream is slow: the next write is held up
+        first = asyncio.create_task(step(2))
+        await asyncio.sleep(0.01)
+        assert not await step(3)  # a write in flight: handed to the pump, which is woken
+        assert box._ready.is_set()
+        stream.release.set()
+        assert await first
+        assert await stream.next() == [2]
+        assert await stream.next() == [3]

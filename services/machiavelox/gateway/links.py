@@ -249,12 +249,17 @@ class ShardLink:
         return self._outbox.frame().items.add(table_id=session.table_id,
                                               player_id=session.player_id, **fields)
 
+    def hold(self) -> None:
+        """A session is about to add an item and `flush` (see `Outbox.hold`)."""
+        self._outbox.hold()
+
     async def flush(self) -> None:
         """After a session put its action in: it goes out now, from the session's own task,
         when the stream is quiet (see `Outbox`); else the stream's pump sends it paced."""
         write = self._write
         if write is None:
-            return  # not connected: the pump of the next connection sends it
+            self._outbox.release()  # not connected: the pump of the next connection sends it
+            return
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
             await self._outbox.flush(write)  # (a broken stream: `_run` reconnects)
 

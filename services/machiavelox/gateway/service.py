@@ -77,6 +77,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 kind = request.WhichOneof("kind")
                 if kind == "action":
                     parent = self.observer.action(session, link.shard_id, request.action)
+                    link.hold()
                     item = link.item(session, traceparent=parent)
                     item.action.client_action_id = request.action.client_action_id
                     item.action.action.CopyFrom(request.action.action)

@@ -51,6 +51,7 @@ class Outbox(Generic[F]):
         self.min_batch = min_batch
         self._frame: F | None = None  # being filled
         self._pending = 0  # items in it
+        self._held = False  # a producer will flush before it awaits: the pump need not wake
         self._ready = asyncio.Event()
         self._writing = asyncio.Lock()  # one write at a time: `flush` or `pump`
         self._closed = False
@@ -70,7 +71,8 @@ class Outbox(Generic[F]):
         frame = self._frame
         if frame is None:
             frame = self._frame = self.new_frame()
-            self._ready.set()
+            if not self._held:
+                self._ready.set()
         self._pending += 1
         return frame
 
@@ -86,11 +88,25 @@ class Outbox(Generic[F]):
     def pacing(self) -> bool:
         return self.gap_s * self.min_batch < self.window_s
 
+    def hold(self) -> None:
+        """The caller is about to add items and will `flush` (or `release`) before it awaits
+        anything: the pump is not woken for them meanwhile (a wake-up for nothing, when the
+        caller writes them itself)."""
+        self._held = True
+
+    def release(self) -> None:
+        """Hand what is pending to the pump."""
+        self._held = False
+        if self._frame is not None:
+            self._ready.set()
+
     async def flush(self, write: Write[F]) -> bool:
         """Write what is pending now, from the caller's task, if the stream is quiet and no
-        write is in flight; otherwise leave it to `pump`. True when it wrote."""
+        write is in flight; otherwise leave it to `pump`. True when it wrote. Ends a `hold`."""
         if self._frame is None or self.pacing or self._writing.locked():
+            self.release()
             return False
+        self._held = False
         async with self._writing:
             await self._send(write)
         return True
@@ -103,8 +119,9 @@ class Outbox(Generic[F]):
             if wait > 0 and self.pacing and not self._closed:
                 await asyncio.sleep(wait)  # busy: let the frame fill
             self._ready.clear()
-            async with self._writing:
-                await self._send(write)
+            if self._frame is not None:  # (else a producer wrote it meanwhile)
+                async with self._writing:
+                    await self._send(write)
             if self._closed and self._frame is None:
                 return
 

@@ -38,6 +38,7 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         try:
             async for frame in request_iterator:
                 arrived_ns = time.time_ns()
+                link.hold()
                 later = self.shard.handle_frame(link, frame.items, arrived_ns)
                 await link.flush()
                 self.shard.settle(later)

@@ -53,6 +53,10 @@ class GatewayLink:
     def close(self) -> None:
         self._outbox.close()
 
+    def hold(self) -> None:
+        """Before a frame from the gateway is handled: `flush` follows (see `Outbox.hold`)."""
+        self._outbox.hold()
+
     async def flush(self) -> None:
         """After a frame from the gateway: its answers go out now if the stream is quiet."""
         await self._outbox.flush(self._write)
