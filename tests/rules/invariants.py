@@ -263,7 +263,9 @@ def check_settles(table: Table) -> None:
 def check_timer_cache(table: Table) -> None:
     """timers.all_timers caches per (log length, timers fired): the cache must be the timers
     computed afresh from the state (no state change escapes the key)."""
-    assert timers.all_timers(table) == timers._compute(table), "stale timer cache"
+    fresh = timers._compute(table)
+    assert timers.all_timers(table) == fresh, "stale timer cache"
+    assert timers.next_deadline(table) == (min(t.at_ms for t in fresh) if fresh else None)
 
 
 def check_all(table: Table, *, replay_log: bool = True) -> None:

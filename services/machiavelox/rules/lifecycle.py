@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import pingpong
+from . import endings, pingpong  # (endings imports this module too: used in functions only)
 from .board import Op, OpKind, Zone
 from .cards import Card
 from .chain import UndoPlan, plan_undo
@@ -167,8 +167,6 @@ def _settle_races(t: Table, cal: Calata) -> list[Event]:
 
 
 def after_conclusion(t: Table, ps: PlayerState, cal: Calata, confirmed: bool) -> list[Event]:
-    from . import endings
-
     out: list[Event] = []
     own_cards = confirmed and any(t.ops[s].own_cards for s in cal.ops)
     if own_cards:

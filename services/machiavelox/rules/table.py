@@ -92,7 +92,7 @@ class Table:
         # The state changes only by an accepted action (the log grows) or a timer firing (this
         # grows): the pair keys the timers' cache (timers.all_timers).
         self.fired = 0
-        self.timer_cache: tuple[tuple[int, int], list[Timer]] | None = None
+        self.timer_cache: tuple[tuple[int, int], list[Timer], int | None] | None = None
 
     # ------------------------------------------------------------------ public interface
     def apply(self, action: A.Action, now_ms: int) -> list[Event]:

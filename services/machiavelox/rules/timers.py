@@ -37,13 +37,19 @@ def all_timers(table: Table) -> list[Timer]:
     """Every armed timer. Computed once per state: the state changes only when an action is
     accepted or a timer fires, so (log length, timers fired) keys a cache (a refused action
     changes nothing, M2.3)."""
+    return _cached(table)[0]
+
+
+def _cached(table: Table) -> tuple[list[Timer], int | None]:
+    """The timers of the current state and the earliest deadline among them."""
     key = (len(table.log), table.fired)
     cached = table.timer_cache
     if cached is not None and cached[0] == key:
-        return cached[1]
+        return cached[1], cached[2]
     timers = _compute(table)
-    table.timer_cache = (key, timers)
-    return timers
+    first = min(t.at_ms for t in timers) if timers else None
+    table.timer_cache = (key, timers, first)
+    return timers, first
 
 
 def _compute(table: Table) -> list[Timer]:
@@ -72,11 +78,12 @@ def _compute(table: Table) -> list[Timer]:
 
 def due_timer(table: Table, now_ms: int) -> Timer | None:
     """The first timer due at or before `now_ms`, or None."""
-    timers = [t for t in all_timers(table) if t.at_ms <= now_ms]
-    return min(timers) if timers else None
+    timers, first = _cached(table)
+    if first is None or first > now_ms:
+        return None  # the usual case: nothing due
+    return min(t for t in timers if t.at_ms <= now_ms)
 
 
 def next_deadline(table: Table) -> int | None:
     """When the next timer fires (ms of table time), or None when none is set."""
-    timers = all_timers(table)
-    return min(t.at_ms for t in timers) if timers else None
+    return _cached(table)[1]
