@@ -46,7 +46,10 @@ def card_from_pb(msg: pb.Card) -> rules.Card:
 
 
 def cards_from_pb(msgs: object) -> tuple[rules.Card, ...]:
-    return tuple([card_from_pb(m) for m in msgs])  # type: ignore[attr-defined]
+    try:  # (indexes are unsigned on the wire: only too large ones are wrong)
+        return tuple([rules.ALL_CARDS[m.index] for m in msgs])  # type: ignore[attr-defined]
+    except IndexError:
+        return tuple([card_from_pb(m) for m in msgs])  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------- actions
@@ -148,9 +151,17 @@ def refusal_to_pb(err: rules.RulesError | ServiceError) -> pb.Refusal:
 
 # ---------------------------------------------------------------------------- events, views
 def event_to_pb(event: rules.Event, seq: int) -> pb.Event:
-    """On every action's path: only the fields the event has are set (the same message)."""
-    msg = pb.Event(seq=seq, at_ms=event.at_ms, kind=event.kind,
-                   player=seat_to_pb(event.player))
+    return fill_event(pb.Event(), event, seq)
+
+
+def fill_event(msg: pb.Event, event: rules.Event, seq: int) -> pb.Event:
+    """`msg` (empty) made the wire form of `event`. On every action's path: only the fields
+    the event has are set (the message is the same)."""
+    msg.seq = seq
+    msg.at_ms = event.at_ms
+    msg.kind = event.kind
+    if event.player is not None:
+        msg.player = _SEAT_TO_PB[event.player]
     if event.by is not None:
         msg.by = _SEAT_TO_PB[event.by]
     if event.cards:

@@ -32,6 +32,8 @@ from .observe import ShardObserver
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
+Outcome = Callable[[common_pb2.Batch], None]
+"""Puts an action's ack or refusal into the batch of its actor's item."""
 ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
 
 
@@ -166,36 +168,42 @@ class Shard:
                 await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, min(delay, 1.0)))
 
     def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
-               actor: str = "", outcome: common_pb2.Batch | None = None,
-               traceparent: str = "") -> None:
+               actor: str = "", outcome: Outcome | None = None, traceparent: str = "") -> None:
         """Deliver one step of a table to every subscribed session, report results, re-arm
         timers. The actor's session gets its action's `outcome` (ack or refusal) in the same
         item as the events, so one message carries the whole step. Each event is encoded once
-        (twice when it hides cards from everyone but its owner, P5). `traceparent`: of the
-        sampled action that made this step, for the gateways' delivery spans."""
+        (twice when it hides cards from everyone but its owner, P5), straight into the first
+        session's item when no event hides anything. `traceparent`: of the sampled action that
+        made this step, for the gateways' delivery spans."""
         self._defer(lambda: self.observer.events(events))
         if events:
-            public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
-            secret = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
-                      for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
+            secret = any(ev.secret_to is not None for _, ev in events)
+            public: Sequence[common_pb2.Event] | None = None
+            full: dict[int, tuple[rules.Seat, common_pb2.Event]] = {}
+            if secret:
+                public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
+                full = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
+                        for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
             for player, link in self.subs.get(host.table_id, {}).items():
-                if secret:
-                    seat = host.seats[player]
-                    mine = list(public)
-                    for i, (owner, full) in secret.items():
-                        if owner == seat:
-                            mine[i] = full
-                else:
-                    mine = public
                 batch = link.item(host.table_id, player, traceparent=traceparent).batch
                 if player == actor and outcome is not None:
-                    batch.MergeFrom(outcome)
-                batch.events.extend(mine)
+                    outcome(batch)
+                if public is None:  # the first session: encoded in place, the others copy
+                    add = batch.events.add
+                    for seq, ev in events:
+                        codec.fill_event(add(), ev, seq)
+                    public = batch.events
+                elif full:
+                    seat = host.seats[player]
+                    batch.events.extend([full[i][1] if i in full and full[i][0] == seat
+                                         else ev for i, ev in enumerate(public)])
+                else:
+                    batch.events.extend(public)
             self._defer(lambda: self._report(host))
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
-                own.item(host.table_id, actor, batch=outcome, traceparent=traceparent)
+                outcome(own.item(host.table_id, actor, traceparent=traceparent).batch)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
@@ -304,16 +312,21 @@ class Shard:
         applied = host.apply(player, action, self.clock())
         traceparent = self.observer.end(seen, host.table_id, action, applied)
         self._defer(lambda: self.observer.count(seen))
-        if applied.error is not None:
-            outcome = common_pb2.Batch(refused=common_pb2.ActionRefused(
-                client_action_id=req.client_action_id,
-                refusal=codec.refusal_to_pb(applied.error)))
-        else:
-            outcome = common_pb2.Batch(ack=common_pb2.Ack(
-                client_action_id=req.client_action_id, seq=applied.first_seq,
-                arrival_index=applied.arrival))
+        action_id, error = req.client_action_id, applied.error
+
+        def outcome(batch: common_pb2.Batch) -> None:
+            """Puts the action's ack or refusal in `batch` (the actor's item of the step)."""
+            if error is not None:
+                batch.refused.client_action_id = action_id
+                batch.refused.refusal.CopyFrom(codec.refusal_to_pb(error))
+            else:
+                ack = batch.ack
+                ack.client_action_id = action_id
+                ack.seq = applied.first_seq
+                ack.arrival_index = applied.arrival
+
         if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
-            link.item(host.table_id, player, batch=outcome, traceparent=traceparent)
+            outcome(link.item(host.table_id, player, traceparent=traceparent).batch)
             self._after(host, applied.events, traceparent=traceparent)
             return
         self._after(host, applied.events, player, outcome, traceparent)
