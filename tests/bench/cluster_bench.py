@@ -12,8 +12,9 @@ Every process is real and on loopback; one run measures:
 (b) A real action through a gateway and a shard (`machiavelox gateway`, `machiavelox table`,
     started with `machiavelox.local.processes.start`): a client on a Play stream sends an
     action (alternately Declare and Undeclare of a card it drew, which never runs out) and times
-    until BOTH its Ack and the first event the action produced are back; a fresh table every
-    100 actions. (b1) alone at the table; (b2) with the two other seats joined from another
+    until BOTH its Ack and the first event the action produced are back (the time the message
+    completing them was read off the stream, as the floor times its echo before checking it);
+    a fresh table every 100 actions; the app keeps one channel to the gateway throughout. (b1) alone at the table; (b2) with the two other seats joined from another
     process (every event fans out to three sessions, as in a real game). (a), (b1) and (b2) run
     in interleaved blocks so that the machine's background load touches them alike; p50/p99
     of each, CPU per round trip of every process, and the ratios (b)/(a): target p50 <= 1.25.
@@ -190,6 +191,7 @@ async def measure_action(ch: grpc.aio.Channel, shard: str, name: str, warmup: in
             await call.write(data)
             while True:
                 message = await call.read()
+                t1 = now_ns()  # (the floor too takes its time before looking at the answer)
                 tag = message[0]
                 if tag == EVENT and ack_seq >= 0 and event_seq(message) >= ack_seq:
                     break
@@ -202,7 +204,6 @@ async def measure_action(ch: grpc.aio.Channel, shard: str, name: str, warmup: in
                     ack_seq = ack.seq
                 if ack_seq >= 0 and any(ev.seq >= ack_seq for ev in events):
                     break
-            t1 = now_ns()
             if i >= warmup:
                 lat.append((t1 - t0) / 1e6)
             # untimed: read the rest of this action's events before the next one
