@@ -47,7 +47,7 @@ class CalataStatus(enum.Enum):
     FELL = "fell"  # concluded with none of its work standing, or undone whole by the chain
 
 
-@dataclass
+@dataclass(slots=True)
 class Calata:
     id: int
     player: Seat

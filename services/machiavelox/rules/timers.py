@@ -9,8 +9,7 @@ one instant together, M11.3), inactivity, the end of a tiebreak; then by seat or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .state import ABANDON_MS, CalataStatus, Phase
 
@@ -21,8 +20,9 @@ ORDER = ("hold", "calata", "stop", "consolidate", "absence", "inactivity", "tieb
 _RANK = {kind: i for i, kind in enumerate(ORDER)}
 
 
-@dataclass(frozen=True, order=True)
-class Timer:
+class Timer(NamedTuple):
+    """Ordered as a tuple: deadline, then the fixed order of kinds, then seat or calata id."""
+
     at_ms: int
     order: int
     ref: int
