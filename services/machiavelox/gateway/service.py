@@ -78,9 +78,9 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 if kind == "action":
                     parent = self.observer.action(session, link.shard_id, request.action)
                     link.hold()
-                    item = link.item(session, traceparent=parent)
-                    item.action.client_action_id = request.action.client_action_id
-                    item.action.action.CopyFrom(request.action.action)
+                    item = link.action_item(session, parent)
+                    item.client_action_id = request.action.client_action_id
+                    item.action.CopyFrom(request.action.action)
                     await link.flush()  # on its way: the rest is off the action's path
                     # A malformed action ends the stream (INVALID_ARGUMENT). The check comes
                     # after forwarding: the shard checks every action too and refuses a
