@@ -92,6 +92,7 @@ class Shard:
         self._deadlines: list[tuple[int, str]] = []
         self._armed: dict[str, int] = {}  # table -> the earliest deadline the heap holds for it
         self._wake = asyncio.Event()
+        self._sleep_until = 0  # wall ms: run_timers wakes by then (at least every second)
         self._reports: set[asyncio.Task[None]] = set()
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
@@ -148,7 +149,7 @@ class Shard:
         if at is not None and (armed is None or at < armed):
             self._armed[host.table_id] = at
             heapq.heappush(self._deadlines, (at, host.table_id))
-            if self._deadlines[0][1] == host.table_id:
+            if at < self._sleep_until:  # earlier than run_timers' next look: wake it
                 self._wake.set()
 
     async def run_timers(self) -> None:
@@ -170,9 +171,11 @@ class Shard:
                         self._schedule(host)
                     continue
                 self._after(host, host.advance(now))
-            delay = (self._deadlines[0][0] - self.clock()) / 1000 if self._deadlines else 1.0
+            now = self.clock()
+            delay_ms = min(self._deadlines[0][0] - now if self._deadlines else 1000, 1000)
+            self._sleep_until = now + max(0, delay_ms)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, min(delay, 1.0)))
+                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, delay_ms / 1000))
 
     def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
                actor: str = "", outcome: Outcome | None = None, traceparent: str = "") -> None:
