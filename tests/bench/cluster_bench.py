@@ -569,7 +569,7 @@ def capacity_phase(args: argparse.Namespace, tmp: Path, out: TextIO,
                    summary: dict[str, Any]) -> None:
     quick = args.quick
     steps = ([int(n) for n in args.steps.split(",")] if args.steps else
-             [25, 100, 300] if quick else [25, 50, 100, 200, 300, 400, 600, 800, 1000, 1200])
+             [25, 100, 300] if quick else [25, 100, 300, 600, 1000, 1500, 2000, 2500, 3000])
     step_s = args.step_s or (3.0 if quick else 10.0)
     soak_s = args.soak_s if args.soak_s >= 0 else (0.0 if quick else 240.0)
     bisections = 0 if quick or args.steps else 2

@@ -34,11 +34,11 @@ def action_kind(action: common_pb2.Action) -> str:
 class GatewayMetrics:
     """
     - machiavelox_gateway_action_latency_seconds{shard, outcome}: histogram, from the action's
-      arrival at the gateway (read off the app's stream) to its ack or refusal being put on
-      the app's stream.
+      arrival at the gateway (read off the app's stream) to its ack or refusal being written
+      to the app's stream.
     - machiavelox_gateway_actions_total{shard, kind, outcome}: counter, the same actions.
     - machiavelox_gateway_event_delivery_seconds{shard}: histogram, from a shard frame's
-      arrival at the gateway to the events it carried for one session being put on that
+      arrival at the gateway to the events it carried for one session being written to that
       session's stream.
     - machiavelox_gateway_events_delivered_total{shard}: counter, events put on app streams.
     - machiavelox_gateway_open_streams: gauge, Play streams open now.

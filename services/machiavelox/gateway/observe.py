@@ -5,7 +5,8 @@ gateway's sampler; attributes: player, table, shard, action kind, the app's id a
 When it is sampled, its `traceparent` travels with the action to the shard (whose spans are its
 children) and comes back on the items of the step the action made: each session that receives
 that step gets a `gateway.deliver` span under the shard's span. The root span ends when the
-ack or refusal is put on the app's stream, with the outcome, sequence number and arrival index.
+ack or refusal is written to the app's stream, with the outcome, sequence number and arrival
+index.
 Metrics: machiavelox_gateway_* (gateway/metrics.py).
 """
 
@@ -67,7 +68,7 @@ class GatewayObserver:
         return parent
 
     def outcome(self, session: Observed, shard: str, batch: common_pb2.Batch) -> None:
-        """The ack or refusal of `batch` is on the app's stream."""
+        """The ack or refusal of `batch` is written to the app's stream."""
         accepted = batch.HasField("ack")
         answer = batch.ack if accepted else batch.refused
         pending = session.pending.pop(answer.client_action_id, None)

@@ -53,7 +53,7 @@ class Outbox(Generic[F]):
         self._pending = 0  # items in it
         self._held = False  # a producer will flush before it awaits: the pump need not wake
         self._ready = asyncio.Event()
-        self._writing = asyncio.Lock()  # one write at a time: `flush` or `pump`
+        self._busy = False  # a write is in flight (one at a time: `flush` or `pump`)
         self._closed = False
         self._last = -math.inf  # when the previous frame went out (monotonic s)
         self._activated = -math.inf
@@ -103,12 +103,11 @@ class Outbox(Generic[F]):
     async def flush(self, write: Write[F]) -> bool:
         """Write what is pending now, from the caller's task, if the stream is quiet and no
         write is in flight; otherwise leave it to `pump`. True when it wrote. Ends a `hold`."""
-        if self._frame is None or self.pacing or self._writing.locked():
+        if self._frame is None or self.pacing or self._busy:
             self.release()
             return False
         self._held = False
-        async with self._writing:
-            await self._send(write)
+        await self._send(write)
         return True
 
     async def pump(self, write: Write[F]) -> None:
@@ -119,17 +118,25 @@ class Outbox(Generic[F]):
             if wait > 0 and self.pacing and not self._closed:
                 await asyncio.sleep(wait)  # busy: let the frame fill
             self._ready.clear()
-            if self._frame is not None:  # (else a producer wrote it meanwhile)
-                async with self._writing:
-                    await self._send(write)
+            if self._frame is not None and not self._busy:  # (else `flush` is writing: it
+                await self._send(write)                      # wakes the pump if more came)
             if self._closed and self._frame is None:
                 return
 
     async def _send(self, write: Write[F]) -> None:
+        """Write the pending frame; one write at a time (`_busy`); what comes meanwhile is
+        handed to the pump when the write is done."""
         frame = self._frame
-        if frame is not None:
-            self.frames += 1
-            self.items += self._pending
-            self._frame, self._pending = None, 0
+        if frame is None:
+            return
+        self.frames += 1
+        self.items += self._pending
+        self._frame, self._pending = None, 0
+        self._busy = True
+        try:
             await write(frame)
+        finally:
+            self._busy = False
             self._last = time.monotonic()
+            if self._frame is not None:
+                self._ready.set()
