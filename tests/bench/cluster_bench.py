@@ -14,8 +14,9 @@ Every process is real and on loopback; one run measures:
     action (alternately Declare and Undeclare of a card it drew, which never runs out) and times
     until BOTH its Ack and the first event the action produced are back (the time the message
     completing them was read off the stream, as the floor times its echo before checking it);
-    a fresh table every 100 actions; the app keeps one channel to the gateway throughout. (b1) alone at the table; (b2) with the two other seats joined from another
-    process (every event fans out to three sessions, as in a real game). (a), (b1) and (b2) run
+    a fresh table every 100 actions; the app keeps one channel to the gateway throughout.
+    (b1) alone at the table; (b2) with the two other seats joined from another process (every
+    event fans out to three sessions, as in a real game). (a), (b1) and (b2) run
     in interleaved blocks so that the machine's background load touches them alike; p50/p99
     of each, CPU per round trip of every process, and the ratios (b)/(a): target p50 <= 1.25.
     (b3): one table through thousands of actions, first tenth against last tenth (a table's
