@@ -69,14 +69,29 @@ async def serve(settings: TableSettings) -> None:
 
 
 def tune_gc() -> None:
-    """A shard holds many tables' long-lived state (boards, logs, events): with CPython's default
-    thresholds (700, 10, 10) the collector runs every few hundred allocations and the older
-    generations often, each full pass walking every object of every table, pauses that land on
-    whichever actions are waiting (the p99: 59 ms at 600 tables in cluster_bench, 5.9 ms with
-    this). Most of a table's state is freed by reference counting; cycles are still collected,
-    less often (a full pass every few minutes under load instead of every few seconds)."""
+    """A shard holds many tables' long-lived state (boards, logs, events, calate): millions of
+    objects at a few thousand tables. CPython's cycle collector scans a generation whole each
+    time it collects it: with its defaults (700, 10, 10) the older generations are collected
+    every few seconds under load (the p99 at 600 tables in cluster_bench: 59 ms); with large
+    young generations alone (50,000 and 50) rarely, but each pass of the second generation then
+    took 0.9 s at 1,500 tables (a failed 10 s window about once a minute in a soak).
+
+    So what survives a young collection is frozen (`gc.freeze()` after every collection of the
+    youngest generation): the older generations stay empty and are never scanned, and the only
+    pauses are young collections (under 50,000 objects: tens of ms). Reference counting frees
+    most objects; the cost is that a reference cycle that outlives a young collection is never
+    collected. Tables' state holds cycles, and the shard keeps every table it has hosted (a
+    known limit: docs/architecture.md, Trade-offs), so nothing collectable is lost there today;
+    a transient cycle that is alive during a young collection (asyncio or gRPC bookkeeping) is
+    kept until the process ends, and shards are replaced on every deploy."""
     gc.freeze()  # what start-up allocated is never collected
     gc.set_threshold(50_000, 50, 100)
+    gc.callbacks.append(_freeze_survivors)
+
+
+def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and info["generation"] == 0:
+        gc.freeze()
 
 
 def main(argv: list[str]) -> int:
