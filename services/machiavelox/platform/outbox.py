@@ -50,7 +50,6 @@ class Outbox(Generic[F]):
         self.window_s = window_s
         self.min_batch = min_batch
         self._frame: F | None = None  # being filled
-        self._pending = 0  # items in it
         self._held = False  # a producer will flush before it awaits: the pump need not wake
         self._ready = asyncio.Event()
         self._busy = False  # a write is in flight (one at a time: `flush` or `pump`)
@@ -58,8 +57,6 @@ class Outbox(Generic[F]):
         self._last = -math.inf  # when the previous frame went out (monotonic s)
         self._activated = -math.inf
         self.gap_s = _IDLE_GAP_S  # moving average of the gaps between activations
-        self.frames = 0
-        self.items = 0
 
     def frame(self) -> F:
         """The frame being filled: the caller adds one item to it, now (before any await)."""
@@ -73,16 +70,12 @@ class Outbox(Generic[F]):
             frame = self._frame = self.new_frame()
             if not self._held:
                 self._ready.set()
-        self._pending += 1
         return frame
 
     def close(self) -> None:
         """No more items: what is pending still goes out, then `pump` returns."""
         self._closed = True
         self._ready.set()
-
-    def __len__(self) -> int:
-        return self._pending
 
     @property
     def pacing(self) -> bool:
@@ -129,9 +122,7 @@ class Outbox(Generic[F]):
         frame = self._frame
         if frame is None:
             return
-        self.frames += 1
-        self.items += self._pending
-        self._frame, self._pending = None, 0
+        self._frame = None
         self._busy = True
         try:
             await write(frame)

@@ -53,7 +53,7 @@ class GatewayLink:
         return self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
 
     def step_item(self, table_id: str, player_id: str, traceparent: str) -> table_pb2.ShardItem:
-        """`item` for a step (the hot path: no keyword packing)."""
+        """A new item for one step of a table (the hot path: no keyword packing)."""
         item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id)
         if traceparent:
             item.traceparent = traceparent
@@ -189,7 +189,7 @@ class Shard:
         if events:
             public: Sequence[common_pb2.Event] | None = None
             full: dict[int, tuple[rules.Seat, common_pb2.Event]] = {}
-            if [1 for _, ev in events if ev.secret_to is not None]:  # something hidden
+            if any(ev.secret_to is not None for _, ev in events):  # something hidden (P5)
                 public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
                 full = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
                         for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
@@ -212,7 +212,7 @@ class Shard:
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
-                outcome(own.item(host.table_id, actor, traceparent=traceparent).batch)
+                outcome(own.step_item(host.table_id, actor, traceparent).batch)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
@@ -335,7 +335,7 @@ class Shard:
                 ack.arrival_index = applied.arrival
 
         if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
-            outcome(link.item(host.table_id, player, traceparent=traceparent).batch)
+            outcome(link.step_item(host.table_id, player, traceparent).batch)
             self._after(host, applied.events, traceparent=traceparent)
             return
         self._after(host, applied.events, player, outcome, traceparent)
