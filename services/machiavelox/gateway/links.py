@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 After = Callable[[], None]
 """What to do once a response is written to the app (observer calls: metrics, spans)."""
+Connect = Callable[[str], grpc.aio.Channel]
+"""Opens a channel to a shard's address (the internal credentials: see platform/tls.py)."""
 
 _REFUSAL_STATUS = {
     "table/not-seated": grpc.StatusCode.PERMISSION_DENIED,
@@ -221,9 +223,11 @@ class Session:
 
 class ShardLink:
     def __init__(self, shard_id: str, address: str, retry_s: float = 0.5,
-                 window_s: float = DEFAULT_WINDOW_S) -> None:
+                 window_s: float = DEFAULT_WINDOW_S,
+                 connect: Connect = grpc.aio.insecure_channel) -> None:
         self.shard_id = shard_id
         self.address = address
+        self.connect = connect
         self.retry_s = retry_s
         self.sessions: dict[tuple[str, str], Session] = {}
         self._outbox: Outbox[table_pb2.ConnectRequest] = Outbox(table_pb2.ConnectRequest,
@@ -295,7 +299,7 @@ class ShardLink:
         while True:
             pump: asyncio.Task[None] | None = None
             try:
-                async with grpc.aio.insecure_channel(self.address) as channel:
+                async with self.connect(self.address) as channel:
                     stub = table_pb2_grpc.TableAuthorityServiceStub(channel)
                     call = stub.Connect()
                     self._write = write = call.write
@@ -329,7 +333,9 @@ class ShardLinks:
 
     def __init__(self, resolve: dict[str, str], template: str,
                  window_s: float = DEFAULT_WINDOW_S,
-                 on_open: Callable[[str], None] | None = None) -> None:
+                 on_open: Callable[[str], None] | None = None,
+                 connect: Connect = grpc.aio.insecure_channel) -> None:
+        self.connect = connect
         self.resolve = resolve
         self.template = template
         self.window_s = window_s
@@ -344,7 +350,8 @@ class ShardLinks:
                 self.template.format(shard=shard_id) if self.template else None)
             if address is None or "." not in table_id:
                 raise not_found("table/unknown", f"no shard owns table {table_id}")
-            link = self.links[shard_id] = ShardLink(shard_id, address, window_s=self.window_s)
+            link = self.links[shard_id] = ShardLink(shard_id, address, window_s=self.window_s,
+                                                    connect=self.connect)
             if self.on_open is not None:
                 self.on_open(shard_id)
             link.start()
