@@ -52,11 +52,17 @@ HELPERS = {"POD_NAME", "REDIS_PASSWORD", "PGPASSWORD"}
 _READ = re.compile(r"env_(?:str|int|float|bool|map|port)\(\s*\"([A-Z0-9_]+)\"")
 
 
+_RATE = re.compile(r"env_rate\(\s*\"([A-Z0-9_]+)\"")  # reads <name>_RATE and <name>_BURST
+
+
 def settings_read_by_the_code() -> set[str]:
     names: set[str] = set()
     for path in (ROOT / "services" / "machiavelox").rglob("*.py"):
         if "_gen" not in path.parts:
-            names.update(f"MACHIAVELOX_{n}" for n in _READ.findall(path.read_text()))
+            text = path.read_text()
+            names.update(f"MACHIAVELOX_{n}" for n in _READ.findall(text))
+            for n in _RATE.findall(text):
+                names.update((f"MACHIAVELOX_{n}_RATE", f"MACHIAVELOX_{n}_BURST"))
     return names
 
 

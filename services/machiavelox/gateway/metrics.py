@@ -11,6 +11,7 @@ atomic add.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -42,6 +43,12 @@ class GatewayMetrics:
       session's stream.
     - machiavelox_gateway_events_delivered_total{shard}: counter, events put on app streams.
     - machiavelox_gateway_open_streams: gauge, Play streams open now.
+    - machiavelox_gateway_shard_link_up{shard}: gauge, 1 while the link to the shard is
+      connected, 0 while it is down and reconnecting (no series: no link open).
+    - machiavelox_gateway_shard_link_failures_total{shard}: counter, times a link went down.
+    - machiavelox_gateway_rate_limited_total{what}: counter, requests refused by the pace
+      rules (action, resync; flood: streams ended for too many messages).
+    - machiavelox_gateway_slow_sessions_total: counter, sessions ended for reading too slowly.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -62,6 +69,20 @@ class GatewayMetrics:
             "Events sent to players' Play streams.", ("shard",), registry=registry)
         self.open_streams = Gauge(
             "machiavelox_gateway_open_streams", "Play streams open now.", registry=registry)
+        self.link_up = Gauge(
+            "machiavelox_gateway_shard_link_up",
+            "1 while the gateway's link to the shard is connected, 0 while it reconnects.",
+            ("shard",), registry=registry)
+        self.link_failures = Counter(
+            "machiavelox_gateway_shard_link_failures_total",
+            "Times the gateway's link to a shard went down.", ("shard",), registry=registry)
+        self.limited = Counter(
+            "machiavelox_gateway_rate_limited_total",
+            "Requests refused by the pace rules, by what was limited.", ("what",),
+            registry=registry)
+        self.slow_sessions = Counter(
+            "machiavelox_gateway_slow_sessions_total",
+            "Play streams ended because the app read too slowly.", registry=registry)
         self._latency: dict[tuple[str, str], Any] = {}
         self._actions: dict[tuple[str, str, str], Any] = {}
         self._delivery: dict[str, tuple[Any, Any]] = {}
@@ -106,6 +127,24 @@ class GatewayMetrics:
         histogram, counter = self._delivery_children(shard)
         histogram.observe(seconds)
         counter.inc(events)
+
+    def link_state(self, shard: str, state: str) -> None:
+        """A shard link is "up", "down" (reconnecting) or "closed" (idle)."""
+        if state == "closed":
+            with contextlib.suppress(KeyError):
+                self.link_up.remove(shard)
+            return
+        if state == "down":
+            self.link_failures.labels(shard).inc()
+        else:
+            self.add_shard(shard)
+        self.link_up.labels(shard).set(1 if state == "up" else 0)
+
+    def rate_limited(self, what: str) -> None:
+        self.limited.labels(what).inc()
+
+    def slow_session(self) -> None:
+        self.slow_sessions.inc()
 
     def stream_opened(self) -> None:
         self.open_streams.inc()

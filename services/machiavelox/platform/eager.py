@@ -19,7 +19,7 @@ from typing import Any
 OnError = Callable[[BaseException], None]
 
 
-def start_eagerly(coro: Coroutine[Any, Any, None], on_error: OnError) -> None:
+def start_eagerly(coro: Coroutine[Any, Any, Any], on_error: OnError) -> None:
     """Run `coro` until it first waits, now; it goes on by itself when its futures complete."""
 
     def step(_: object = None) -> None:

@@ -18,6 +18,12 @@ producer writes itself: after a step it calls `flush`, which writes the pending 
 from the producer's own task when no other write is in flight. That saves the hand-over to the
 pump task (a turn of the event loop, tens of µs) on the path of every single action; under
 load `flush` does nothing and the pump sends paced frames. One write at a time either way.
+
+Bounded frames. No frame grows past `max_bytes` (as far as the callers `account` for what they
+add): once the bytes accounted for reach it, the frame is sealed and the next item starts a new
+one. Sealed frames go out first, back to back, without pacing. So no item or burst of items
+makes a message too large for the other side (which would fail the whole stream, for every
+table on it), and one large item (a page of a resume) travels in a frame of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -34,6 +41,7 @@ Write = Callable[[F], Awaitable[None]]
 
 DEFAULT_WINDOW_S = 0.002
 DEFAULT_MIN_BATCH = 4
+DEFAULT_MAX_FRAME_BYTES = 256 * 1024
 _SMOOTHING = 0.2  # weight of the newest gap in the moving average
 _IDLE_GAP_S = 1.0  # the longest gap the average counts (an idle stream)
 _SAME_STEP_S = 50e-6  # items closer than this belong to one step (one table's items)
@@ -45,11 +53,16 @@ class Outbox(Generic[F]):
     item is built once, in place, and never copied into a frame afterwards."""
 
     def __init__(self, new_frame: Callable[[], F], window_s: float = DEFAULT_WINDOW_S,
-                 min_batch: int = DEFAULT_MIN_BATCH) -> None:
+                 min_batch: int = DEFAULT_MIN_BATCH,
+                 max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.new_frame = new_frame
         self.window_s = window_s
         self.min_batch = min_batch
+        self.max_bytes = max_bytes
         self._frame: F | None = None  # being filled
+        self._bytes = 0  # accounted for in the frame being filled
+        self._sealed: deque[tuple[F, int]] = deque()  # full frames, oldest first, with sizes
+        self.pending_bytes = 0  # in the frame being filled and the sealed ones
         self._held = False  # a producer will flush before it awaits: the pump need not wake
         self._ready = asyncio.Event()
         self._busy = False  # a write is in flight (one at a time: `flush` or `pump`)
@@ -72,6 +85,26 @@ class Outbox(Generic[F]):
                 self._ready.set()
         return frame
 
+    def account(self, nbytes: int) -> None:
+        """The caller added `nbytes` (about) to the frame being filled: past `max_bytes` the
+        frame is sealed and the next item starts a new one."""
+        self._bytes += nbytes
+        self.pending_bytes += nbytes
+        if self._bytes >= self.max_bytes and self._frame is not None:
+            self._sealed.append((self._frame, self._bytes))
+            self._frame = None
+            self._bytes = 0
+
+    def discard(self) -> None:
+        """Forget everything pending (a stream that broke: its items are made again)."""
+        self._frame = None
+        self._sealed.clear()
+        self._bytes = self.pending_bytes = 0
+
+    @property
+    def pending(self) -> bool:
+        return self._frame is not None or bool(self._sealed)
+
     def close(self) -> None:
         """No more items: what is pending still goes out, then `pump` returns."""
         self._closed = True
@@ -90,13 +123,13 @@ class Outbox(Generic[F]):
     def release(self) -> None:
         """Hand what is pending to the pump."""
         self._held = False
-        if self._frame is not None:
+        if self.pending:
             self._ready.set()
 
     async def flush(self, write: Write[F]) -> bool:
         """Write what is pending now, from the caller's task, if the stream is quiet and no
         write is in flight; otherwise leave it to `pump`. True when it wrote. Ends a `hold`."""
-        if self._frame is None or self.pacing or self._busy:
+        if not self.pending or self.pacing or self._busy:
             self.release()
             return False
         self._held = False
@@ -108,26 +141,31 @@ class Outbox(Generic[F]):
         while True:
             await self._ready.wait()
             wait = self._last + self.window_s - time.monotonic()
-            if wait > 0 and self.pacing and not self._closed:
+            if wait > 0 and self.pacing and not self._closed and not self._sealed:
                 await asyncio.sleep(wait)  # busy: let the frame fill
             self._ready.clear()
-            if self._frame is not None and not self._busy:  # (else `flush` is writing: it
-                await self._send(write)                      # wakes the pump if more came)
-            if self._closed and self._frame is None:
+            if self.pending and not self._busy:  # (else `flush` is writing: it wakes the
+                await self._send(write)          # pump if more came)
+            if self._closed and not self.pending:
                 return
 
     async def _send(self, write: Write[F]) -> None:
-        """Write the pending frame; one write at a time (`_busy`); what comes meanwhile is
-        handed to the pump when the write is done."""
-        frame = self._frame
-        if frame is None:
+        """Write the oldest pending frame; one write at a time (`_busy`); what comes meanwhile
+        is handed to the pump when the write is done."""
+        if self._sealed:
+            frame, nbytes = self._sealed.popleft()
+        elif self._frame is not None:
+            frame, nbytes = self._frame, self._bytes
+            self._frame = None
+            self._bytes = 0
+        else:
             return
-        self._frame = None
+        self.pending_bytes -= nbytes
         self._busy = True
         try:
             await write(frame)
         finally:
             self._busy = False
             self._last = time.monotonic()
-            if self._frame is not None:
+            if self.pending:
                 self._ready.set()

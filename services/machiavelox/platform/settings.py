@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from .ratelimit import Rate
+
 
 class SettingsError(ValueError):
     """A setting is missing or malformed: the service refuses to start."""
@@ -104,3 +106,12 @@ def env_log_level(default: str = "INFO", env: Mapping[str, str] | None = None) -
         raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
                             f"not {level!r}")
     return level
+
+
+def env_rate(name: str, default: Rate, env: Mapping[str, str] | None = None) -> Rate:
+    """A rate limit from `<name>_RATE` (per second, > 0) and `<name>_BURST` (at once, >= 1)."""
+    per_s = env_float(f"{name}_RATE", default.per_s, env)
+    burst = env_float(f"{name}_BURST", default.burst, env)
+    if per_s <= 0 or burst < 1:
+        raise SettingsError(f"{PREFIX}{name}_RATE must be > 0 and {PREFIX}{name}_BURST >= 1")
+    return Rate(per_s, burst)

@@ -99,8 +99,11 @@ class TableHost:
     def seq(self) -> int:
         return len(self.events)
 
-    def events_after(self, seq: int, seat: rules.Seat) -> list[tuple[int, rules.Event]]:
-        return [(i + 1, ev.for_viewer(seat)) for i, ev in enumerate(self.events[seq:], seq)]
+    def events_after(self, seq: int, seat: rules.Seat, limit: int | None = None
+                     ) -> list[tuple[int, rules.Event]]:
+        """The events after `seq` (at most `limit` of them), redacted for `seat` (P5)."""
+        end = None if limit is None else seq + limit
+        return [(i + 1, ev.for_viewer(seat)) for i, ev in enumerate(self.events[seq:end], seq)]
 
     def view(self, seat: rules.Seat) -> rules.PlayerView:
         return view_for(self.match.table, seat)

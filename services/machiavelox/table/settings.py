@@ -6,7 +6,17 @@ import os
 import socket
 from dataclasses import dataclass
 
-from machiavelox.platform.settings import SettingsError, env_float, env_int, env_str
+from machiavelox.platform.ratelimit import Rate
+from machiavelox.platform.settings import (
+    SettingsError,
+    env_float,
+    env_int,
+    env_log_level,
+    env_rate,
+    env_str,
+)
+
+DEFAULT_ACTION_RATE = Rate(per_s=20, burst=40)  # the gateway's default, twice
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,9 @@ class TableSettings:
     # MACHIAVELOX_TABLE_DEAL_SEED: tests only: every table's first deal is the seeded one, so a
     # test can know the cards (unset in production: deals come from the system's randomness)
     deal_seed: int | None
+    # MACHIAVELOX_TABLE_ACTION_RATE, _ACTION_BURST: each player's actions at a table, per
+    # second and at once (a second line behind the gateway's limit; docs/security.md)
+    action_rate: Rate
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
 
@@ -41,8 +54,9 @@ class TableSettings:
             batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
             drain_s=max(0.0, env_float("TABLE_DRAIN_S", 0.0)),
             deal_seed=env_int("TABLE_DEAL_SEED", 0) if env_str("TABLE_DEAL_SEED", "") else None,
+            action_rate=env_rate("TABLE_ACTION", DEFAULT_ACTION_RATE),
             grace_s=env_float("GRACE_S", 5.0),
-            log_level=env_str("LOG_LEVEL", "INFO"),
+            log_level=env_log_level("INFO"),
         )
 
 

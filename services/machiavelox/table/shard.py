@@ -3,7 +3,14 @@
 The event loop is the only writer of every table, so each table's actions are applied one at
 a time in arrival order: one table, one sequencer. Outgoing items for a gateway go into that
 gateway's outbox; its stream sends everything pending as one frame (batching many tables'
-events in one message).
+events in one message), no frame larger than the outbox's bound.
+
+Hostile input (docs/security.md): a resume is answered one page at a time (`PAGE_BYTES` at most;
+the gateway asks for the next page when it has delivered one) or with a snapshot when the
+session is more than `MAX_REPLAY_EVENTS` behind, so no resume makes a large message nor holds
+back the other tables of the stream; every player's actions at a table are capped
+(`action_rate`: a second line behind the gateway's own limit) before they reach the sequencer,
+so a refused one takes no arrival index.
 """
 
 from __future__ import annotations
@@ -12,8 +19,11 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
+
+import grpc
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, table_pb2
@@ -23,11 +33,14 @@ from machiavelox.platform.errors import (
     invalid_argument,
     not_found,
     permission_denied,
+    shown,
 )
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
+from machiavelox.platform.ratelimit import Rate, RateLimits
 
 from .host import TableHost
 from .observe import ShardObserver
+from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +48,9 @@ Clock = Callable[[], int]
 Outcome = Callable[[common_pb2.Batch], None]
 """Puts an action's ack or refusal into the batch of its actor's item."""
 ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
+
+PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
+MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
 
 
 class GatewayLink:
@@ -49,8 +65,14 @@ class GatewayLink:
         self._write = write
 
     def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
-        """A new item in the frame being filled, for the caller to complete now."""
-        return self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
+        """A new item in the frame being filled, complete (its size is accounted for)."""
+        item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
+        self._outbox.account(item.ByteSize())
+        return item
+
+    def account(self, item: table_pb2.ShardItem) -> None:
+        """`item` (of `step_item`) is complete: its size counts towards the frame's bound."""
+        self._outbox.account(item.ByteSize())
 
     def step_item(self, table_id: str, player_id: str, traceparent: str) -> table_pb2.ShardItem:
         """A new item for one step of a table (the hot path: no keyword packing)."""
@@ -78,8 +100,10 @@ class GatewayLink:
 class Shard:
     def __init__(self, shard_id: str, capacity: int, clock: Clock,
                  report: ResultSink | None = None, time_scale: float = 1.0,
-                 observer: ShardObserver | None = None, deal_seed: int | None = None) -> None:
+                 observer: ShardObserver | None = None, deal_seed: int | None = None,
+                 action_rate: Rate = DEFAULT_ACTION_RATE) -> None:
         self.shard_id = shard_id
+        self.limits = RateLimits(action_rate)  # by "table/player"
         self.deal_seed = deal_seed  # tests only (TableSettings.deal_seed)
         self.observer = observer or ShardObserver()
         self.capacity = capacity
@@ -122,8 +146,8 @@ class Shard:
         existing = self.tables.get(table_id)
         if existing is not None:
             if existing.players != players:
-                raise failed_precondition("table/exists", f"table {table_id} exists with other "
-                                          "players")
+                raise failed_precondition("table/exists",
+                                          f"table {shown(table_id)} exists with other players")
             return existing
         if self.draining:
             raise failed_precondition("shard/draining", f"{self.shard_id} is draining")
@@ -194,7 +218,8 @@ class Shard:
                 full = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
                         for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
             for player, link in self.subs.get(host.table_id, {}).items():
-                batch = link.step_item(host.table_id, player, traceparent).batch
+                item = link.step_item(host.table_id, player, traceparent)
+                batch = item.batch
                 if player == actor and outcome is not None:
                     outcome(batch)
                 if public is None:  # the first session: encoded in place, the others copy
@@ -208,11 +233,14 @@ class Shard:
                                          else ev for i, ev in enumerate(public)])
                 else:
                     batch.events.extend(public)
+                link.account(item)
             self._defer(lambda: self._report(host))
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
-                outcome(own.step_item(host.table_id, actor, traceparent).batch)
+                item = own.step_item(host.table_id, actor, traceparent)
+                outcome(item.batch)
+                own.account(item)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
@@ -294,10 +322,10 @@ class Shard:
     def _seated(self, table_id: str, player_id: str) -> TableHost:
         host = self.tables.get(table_id)
         if host is None:
-            raise not_found("table/unknown", f"no table {table_id} here")
+            raise not_found("table/unknown", f"no table {shown(table_id)} here")
         if player_id not in host.seats:
             raise permission_denied("table/not-seated",
-                                    f"{player_id} is not seated at {table_id}")
+                                    f"{shown(player_id)} is not seated at {shown(table_id)}")
         return host
 
     def _subscribe(self, link: GatewayLink, host: TableHost, player: str, from_seq: int) -> None:
@@ -308,13 +336,32 @@ class Shard:
                                     host.statuses())
             link.item(host.table_id, player, snapshot=common_pb2.Snapshot(view=view, seq=host.seq))
             return
-        missed = host.events_after(from_seq, seat)
-        link.item(host.table_id, player, events=table_pb2.EventList(
-            events=[codec.event_to_pb(ev, seq) for seq, ev in missed]))
+        if host.seq - from_seq > MAX_REPLAY_EVENTS:  # too far behind: start afresh
+            self._subscribe(link, host, player, 0)
+            return
+        link.item(host.table_id, player, events=self.page(host, seat, from_seq))
+
+    @staticmethod
+    def page(host: TableHost, seat: rules.Seat, from_seq: int) -> table_pb2.EventList:
+        """The events after `from_seq` for `seat`, as many as fit in PAGE_BYTES (at least one);
+        `more` when the table has further ones."""
+        page = table_pb2.EventList()
+        size = 0
+        for seq, ev in host.events_after(from_seq, seat, limit=MAX_REPLAY_EVENTS):
+            encoded = codec.event_to_pb(ev, seq)
+            size += encoded.ByteSize() + 4
+            if size > PAGE_BYTES and page.events:
+                break
+            page.events.append(encoded)
+        page.more = bool(page.events) and page.events[-1].seq < host.seq
+        return page
 
     def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
              arrived_ns: int) -> None:
         player, req = item.player_id, item.action
+        if not self.limits.allow(f"{host.table_id}/{player}", time.monotonic()):
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/limited",
+                               "too many actions: slow down")
         action = codec.action_from_pb(host.seats[player], req.action)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
                                    item.traceparent, arrived_ns)
