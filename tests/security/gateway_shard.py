@@ -3,7 +3,6 @@ pace rules and the session bounds (test_shard_link.py, test_pace.py, test_slow_r
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -114,12 +113,12 @@ async def drawn_card(client: PlayClient, seat: rules.Seat) -> rules.Card:
 async def churn(client: PlayClient, seat: rules.Seat, card: rules.Card, actions: int) -> int:
     """Declare and undeclare `card` in turn, `actions` times, each answered before the next;
     the last sequence number seen."""
-    last = 0
+    last = acked = 0
     for i in range(actions):
         action: rules.Action = (rules.Declare(seat, (card,)) if i % 2 == 0
                                 else rules.Undeclare(seat, (card,)))
         action_id = client.act(action)
-        while True:
+        while acked == 0 or last < acked:  # its ack, and its events (ack.seq: the first)
             response = await client.next(10)
             kind = response.WhichOneof("kind")
             if kind == "event":
@@ -128,12 +127,8 @@ async def churn(client: PlayClient, seat: rules.Seat, card: rules.Card, actions:
                     response.ack.client_action_id == action_id
                     or response.refused.client_action_id == action_id):
                 assert kind == "ack", response
-                break
-    with contextlib.suppress(asyncio.TimeoutError):  # the events of the last action
-        while True:
-            response = await client.next(0.3)
-            if response.WhichOneof("kind") == "event":
-                last = response.event.seq
+                acked = response.ack.seq
+        acked = 0
     return last
 
 

@@ -150,3 +150,30 @@ async def test_only_configured_shards_are_routed_to(tmp_path: Path) -> None:
             ann.act(rules.Draw(rules.Seat.P1))
             await ann.until(lambda r: r.WhichOneof("kind") == "ack")
             await ann.close()
+
+
+@pytest.mark.parametrize(("size", "code"), [(4 * 1024 * 1024, grpc.StatusCode.RESOURCE_EXHAUSTED),
+                                            (1024, grpc.StatusCode.INVALID_ARGUMENT)],
+                         ids=["4MB", "1kB"])
+async def test_an_oversized_id_is_refused_and_reaches_no_shard(tmp_path: Path, size: int,
+                                                               code: grpc.StatusCode) -> None:
+    """The finding: a 4 MB `client_action_id` was forwarded (and became a span attribute);
+    in one frame to the shard, a few of them would pass the shard's message limit and fail the
+    stream for every table. Proves: a request over 64 KiB is refused by gRPC before it is
+    decoded, an id over 64 characters ends the stream with INVALID_ARGUMENT `request/bad-id`,
+    the status stays short, and the table never saw the action (the next arrival is 1)."""
+    with cluster(tmp_path) as c:
+        await create_table(c.shard, "shard-0.t1")
+        async with app(c.gateway.address) as ch:
+            ann = await seated(ch, "ann", "shard-0.t1")
+            request = conclude_request("x" * size)
+            ann.send_raw(request)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await ann.until(lambda r: False, 10)
+            assert err.value.code() == code
+            assert len(err.value.details() or "") < 200
+            bob = await seated(ch, "bob", "shard-0.t1")
+            bob.act(rules.Draw(rules.Seat.P2))
+            ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
+            assert ack.ack.arrival_index == 1
+            await bob.close()

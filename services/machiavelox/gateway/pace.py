@@ -21,7 +21,7 @@ from machiavelox.platform.ratelimit import Rate, RateLimits, TokenBucket
 
 DEFAULT_ACTIONS = Rate(per_s=10, burst=20)
 DEFAULT_RESYNCS = Rate(per_s=0.5, burst=3)
-DEFAULT_MESSAGES = Rate(per_s=50, burst=100)
+DEFAULT_MESSAGES = Rate(per_s=100, burst=500)
 
 
 @dataclass(frozen=True)

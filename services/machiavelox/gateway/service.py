@@ -1,4 +1,9 @@
-"""The GatewayService servicer: login, and one Play stream per player session."""
+"""The GatewayService servicer: login, and one Play stream per player session.
+
+A Play stream's requests are read by a task of their own (`_read`); each action passes the
+player's pace (`pace.py`) and goes to the shard link, which writes it without the reader ever
+awaiting a write on the shared stream (links.py: no session can break the link).
+"""
 
 from __future__ import annotations
 
@@ -8,30 +13,43 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
+
 from machiavelox import codec, rules
-from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc, table_pb2
+from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
 from machiavelox.platform.errors import ServiceError, invalid_argument
 
-from .auth import HmacTokens, authenticate
-from .links import Session, ShardLink, ShardLinks
+from .auth import TokenVerifier, authenticate
+from .links import ShardLink, ShardLinks
+from .login import DevLogin
 from .observe import GatewayObserver
+from .pace import GatewayPace
 from .presence import PresenceReporter
+from .session import Session, SessionLimits
 
 log = logging.getLogger(__name__)
 
+MAX_ACTION_ID = 64
+
 
 class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
-    def __init__(self, tokens: HmacTokens, links: ShardLinks,
+    def __init__(self, tokens: TokenVerifier, links: ShardLinks,
                  presence: PresenceReporter | None = None,
-                 observer: GatewayObserver | None = None) -> None:
+                 observer: GatewayObserver | None = None, pace: GatewayPace | None = None,
+                 limits: SessionLimits | None = None, login: DevLogin | None = None) -> None:
         self.tokens = tokens
+        self.login = login or DevLogin()  # the development Login: off unless given
         self.links = links
+        self.pace = pace or GatewayPace()
+        self.limits = limits or SessionLimits()
         self.presence = presence or PresenceReporter("", "")
         self.observer = observer or GatewayObserver()
 
     async def Login(self, request: gateway_pb2.LoginRequest,
                     context: Any) -> gateway_pb2.LoginResponse:
-        token, expires = self.tokens.issue(request.player)
+        """The development Login (login.py): UNIMPLEMENTED `auth/login-disabled` unless
+        MACHIAVELOX_GATEWAY_DEV_LOGIN, throttled per source address when on."""
+        token, expires = self.login.issue(request.player, context.peer())
         return gateway_pb2.LoginResponse(token=token, player_id=request.player,
                                          expires_at=expires)
 
@@ -47,9 +65,10 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             return
         if first.WhichOneof("kind") != "join" or not first.join.table_id:
             raise invalid_argument("request/join-first", "the first message must join a table")
+        link = self.links.for_table(first.join.table_id)  # NOT_FOUND: nothing opened
         session = Session(player, first.join.table_id, first.join.last_seq,
-                          batched=first.join.batched, observer=self.observer)
-        link = self.links.for_table(session.table_id)
+                          batched=first.join.batched, observer=self.observer,
+                          limits=self.limits)
         link.subscribe(session)
         self.presence.connected(player, True)
         metrics = self.observer.metrics
@@ -59,9 +78,15 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
         try:
             await session.serve(context.write)
             if session.failure is not None:
+                if session.failure.reason == "session/slow":
+                    if metrics is not None:
+                        metrics.slow_session()
+                    # gRPC sends a status only after the messages before it: the write in
+                    # flight (one message, what waited is gone) must be taken first.
+                    await session.written()
                 raise session.failure
         finally:
-            reader.cancel()
+            reader.cancel()  # (safe: it never awaits a write on the shard link)
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
             link.unsubscribe(session)
@@ -72,25 +97,44 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
 
     async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
                     link: ShardLink) -> None:
+        player = session.player_id
+        budget = self.pace.stream()
+        metrics = self.observer.metrics
         try:
             async for request in requests:
+                if not budget():
+                    if metrics is not None:
+                        metrics.rate_limited("flood")
+                    raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/flood",
+                                       "too many messages on this stream")
                 kind = request.WhichOneof("kind")
                 if kind == "action":
-                    parent = self.observer.action(session, link.shard_id, request.action)
-                    link.hold()
-                    item = link.action_item(session, parent)
-                    item.client_action_id = request.action.client_action_id
-                    item.action.CopyFrom(request.action.action)
-                    await link.flush()  # on its way: the rest is off the action's path
-                    # A malformed action ends the stream (INVALID_ARGUMENT). The check comes
-                    # after forwarding: the shard checks every action too and refuses a
-                    # malformed one without touching the table (docs/protocol.md).
-                    codec.action_from_pb(rules.Seat.P1, request.action.action)
-                    self.presence.sign_of_life(session.player_id)
+                    action = request.action
+                    if len(action.client_action_id) > MAX_ACTION_ID:
+                        raise invalid_argument("request/bad-id", "a client_action_id has at "
+                                               f"most {MAX_ACTION_ID} characters")
+                    if not self.pace.action(player):
+                        if metrics is not None:
+                            metrics.rate_limited("action")
+                        session.refuse(action.client_action_id, "rate/limited",
+                                       "too many actions: slow down")
+                        continue
+                    if link.send_action(session, action,
+                                        self.observer.action(session, link.shard_id, action)):
+                        # A malformed action ends the stream (INVALID_ARGUMENT). The check
+                        # comes after forwarding: the shard checks every action too and
+                        # refuses a malformed one without touching the table.
+                        codec.action_from_pb(rules.Seat.P1, action.action)
+                    self.presence.sign_of_life(player)
                 elif kind == "heartbeat":
-                    self.presence.sign_of_life(session.player_id)  # (see the presence service)
+                    self.presence.sign_of_life(player)  # (see the presence service)
                 elif kind == "resync":
-                    link.item(session, subscribe=table_pb2.Subscribe(from_seq=0))
+                    if self.pace.resync(player):
+                        link.resync(session)
+                    else:
+                        if metrics is not None:
+                            metrics.rate_limited("resync")
+                        session.refuse("", "rate/limited", "too many resyncs: slow down")
                 elif kind == "join":
                     raise invalid_argument("request/join-once", "one table per Play stream")
                 else:

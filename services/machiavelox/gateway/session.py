@@ -86,6 +86,7 @@ class Session:
         self._writing = False
         self._ended: asyncio.Future[None] | None = None
         self._over = False  # ended for being too slow: nothing more is queued
+        self._idle: asyncio.Future[None] | None = None  # see `written`
 
     # -------------------------------------------------------------- from the shard
     @property
@@ -245,9 +246,11 @@ class Session:
                                     "the app reads too slowly; resume from the last event")
         self._end()
 
-    @property
-    def queued(self) -> int:
-        return len(self._out)
+    async def written(self) -> None:
+        """Once no write to the app is in flight (the app took it, or its stream is gone)."""
+        while self._writing:
+            done = self._idle = asyncio.get_running_loop().create_future()
+            await done
 
     def _start_writing(self) -> None:
         self._writing = True
@@ -266,6 +269,8 @@ class Session:
                     after()
         finally:
             self._writing = False
+            if self._idle is not None and not self._idle.done():
+                self._idle.set_result(None)
 
     def _write_failed(self, exc: BaseException) -> None:
         log.debug("a write to the app failed: %r", exc, extra={"player_id": self.player_id})

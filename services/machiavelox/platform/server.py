@@ -6,6 +6,11 @@ standard health service and reflection (so `grpcurl` works). `run_until_signalle
 and its `/metrics` endpoint, and on SIGTERM or SIGINT sets every health status to NOT_SERVING,
 stops accepting, lets in-flight calls finish for the grace period, runs the service's own
 shutdown, then stops `/metrics` and exports the spans still pending.
+
+Settings every service reads here:
+
+    MACHIAVELOX_REFLECTION     true (default) | false: serve gRPC server reflection (the Helm
+                               chart turns it off on the public gateway: docs/security.md)
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection as grpc_reflection
 
+from .authz import AuthorizationInterceptor
 from .errors import ErrorInterceptor
 from .observability import Observability
+from .settings import env_bool, env_port, env_str
+from .tls import ROLES, InternalTls
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +57,14 @@ COMMANDS = {
 }
 
 
+def health_port_from_env() -> int | None:
+    """MACHIAVELOX_HEALTH_PORT: a second, plaintext port serving only grpc.health.v1, for
+    probes that cannot present a client certificate (Kubernetes' gRPC probes); unset: none."""
+    if not env_str("HEALTH_PORT", ""):
+        return None
+    return env_port("HEALTH_PORT", 0)
+
+
 def command_of(service_names: Sequence[str]) -> str:
     """The short name of the service serving `service_names` (gateway, table, ...)."""
     for name in service_names:
@@ -64,29 +80,63 @@ class Service:
 
     `observability`: the service's tracer, metrics registry and `/metrics` endpoint; made from
     the environment (OTEL_*, MACHIAVELOX_METRICS_*) when not given. `name` (default: from the
-    service names) is the short name used in OTEL_SERVICE_NAME's default.
+    service names) is the short name used in OTEL_SERVICE_NAME's default. `reflection`: serve
+    gRPC server reflection; MACHIAVELOX_REFLECTION (default true) when not given.
+
+    An internal server listens with mutual TLS and authorizes every call by the caller's role
+    (`platform/tls.py`, `platform/authz.py`): `tls` is this process's credentials, read from
+    MACHIAVELOX_INTERNAL_TLS and MACHIAVELOX_TLS_* when not given (SettingsError when they are
+    missing or wrong). `plaintext` servers are not internal: the gateway's public endpoint
+    (its callers are apps, authenticated by their token) and the controller's health
+    endpoint. MACHIAVELOX_HEALTH_PORT adds a plaintext port serving only health. `options`:
+    more gRPC server options (the gateway's smaller message limit).
     """
 
     def __init__(self, endpoint: Endpoint, service_names: Sequence[str], register: Register,
                  interceptors: Sequence[grpc.aio.ServerInterceptor] = (), *,
-                 name: str | None = None, observability: Observability | None = None) -> None:
+                 name: str | None = None, observability: Observability | None = None,
+                 reflection: bool | None = None, tls: InternalTls | None = None,
+                 plaintext: bool = False,
+                 options: Sequence[tuple[str, int | str]] = ()) -> None:
         self.endpoint = endpoint
         self.service_names = list(service_names)
         self.name = name or command_of(self.service_names)
+        if plaintext:
+            self.tls = InternalTls.off()
+        else:
+            self.tls = tls if tls is not None else InternalTls.from_env(
+                self.name if self.name in ROLES else None)
+            if not self.tls.enabled:
+                log.warning("internal mTLS is off (MACHIAVELOX_INTERNAL_TLS=off): callers are "
+                            "neither authenticated nor authorized here; the service mesh must")
+        authz = [AuthorizationInterceptor()] if self.tls.enabled else []
         self.observability = (observability if observability is not None
                               else Observability.from_env(self.name))
         self.server = grpc.aio.server(
             interceptors=[self.observability.server_interceptor(), ErrorInterceptor(),
-                          *interceptors],
-            options=[("grpc.so_reuseport", 0)])
+                          *authz, *interceptors],
+            options=[("grpc.so_reuseport", 0), *options])
         register(self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], self.server)
-        self.bound_port = self.server.add_insecure_port(endpoint.address)
+        self.reflection = env_bool("REFLECTION", True) if reflection is None else reflection
+        if self.reflection:
+            grpc_reflection.enable_server_reflection(
+                [*self.service_names, health.SERVICE_NAME, grpc_reflection.SERVICE_NAME],
+                self.server)
+        self.bound_port = self.tls.add_port(self.server, endpoint.address)
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {endpoint.address}")
+        self.health_server: grpc.aio.Server | None = None
+        self.health_port = 0
+        health_port = health_port_from_env()
+        if health_port is not None:
+            self.health_server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self.health_server)
+            address = f"{endpoint.host}:{health_port}"
+            self.health_port = self.health_server.add_insecure_port(address)
+            if self.health_port == 0:
+                raise OSError(f"cannot listen on {address} (MACHIAVELOX_HEALTH_PORT)")
 
     async def _set_all(self, status: int) -> None:
         for name in ["", *self.service_names]:
@@ -102,6 +152,10 @@ class Service:
     async def start(self) -> None:
         self.observability.start(self.endpoint.host)
         await self.server.start()
+        if self.health_server is not None:
+            await self.health_server.start()
+            log.info("health (plaintext, grpc.health.v1 only) on port %d", self.health_port,
+                     extra={"health_port": self.health_port})
         await self._set_all(health_pb2.HealthCheckResponse.SERVING)
 
     async def stop(self, on_stop: Callable[[], Awaitable[None]] | None = None) -> None:
@@ -109,6 +163,8 @@ class Service:
         if on_stop is not None:
             await on_stop()
         await self.server.stop(self.endpoint.grace_s)
+        if self.health_server is not None:
+            await self.health_server.stop(0)
 
     async def close(self) -> None:
         """After `stop`: stop `/metrics` and export the spans still pending."""
