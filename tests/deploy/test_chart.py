@@ -109,7 +109,9 @@ def test_everyone_finds_shards_by_their_stable_names() -> None:
     headless = f"{full('table')}-headless.{NAMESPACE}.svc.cluster.local:7100"
     gateway = one(docs, "Deployment", full("gateway"))
     env = {e["name"]: e.get("value") for e in pod_spec(gateway)["containers"][0]["env"]}
-    assert env["MACHIAVELOX_GATEWAY_SHARD_TEMPLATE"] == "{shard}." + headless
+    shards = dict(item.split("=") for item in env["MACHIAVELOX_GATEWAY_SHARDS"].split(","))
+    assert shards == {f"{full('table')}-{i}": f"{full('table')}-{i}.{headless}"
+                      for i in range(10)}  # every shard that can exist, no other
     controller = one(docs, "Deployment", full("controller"))
     env = {e["name"]: e.get("value") for e in pod_spec(controller)["containers"][0]["env"]}
     assert env["MACHIAVELOX_CONTROLLER_SHARD_TEMPLATE"] == "{shard}." + headless

@@ -41,7 +41,6 @@ SETTINGS: dict[str, Callable[[], Any]] = {
 NOT_SET = {
     "MACHIAVELOX_TABLE_TIME_SCALE": "speeds up the rules clock for demos; never in production",
     "MACHIAVELOX_TABLE_DEAL_SEED": "a fixed deal, for tests only; never in production",
-    "MACHIAVELOX_GATEWAY_SHARDS": "gateways use MACHIAVELOX_GATEWAY_SHARD_TEMPLATE instead",
     "MACHIAVELOX_CONTROLLER_SHARDS": "the controller uses its SHARD_TEMPLATE instead",
     "MACHIAVELOX_CONTROLLER_KUBE_API": "in-cluster service account credentials",
     "MACHIAVELOX_METRICS_HOST": "defaults to the gRPC host, 0.0.0.0 in the chart",
@@ -98,10 +97,13 @@ def test_what_the_settings_say_in_the_default_install(monkeypatch: pytest.Monkey
     table = parsed("StatefulSet", "table")
     assert table.shard_id == f"{full('table')}-3" and table.capacity == 600
     gateway = parsed("Deployment", "gateway")
-    assert gateway.shard_address(f"{full('table')}-7") == (
+    assert gateway.shards[f"{full('table')}-7"] == (
         f"{full('table')}-7.{full('table')}-headless.games.svc.cluster.local:7100")
+    assert gateway.pace.actions.per_s == 10 and gateway.session_limits.messages == 1000
+    assert table.action_rate.burst == 40
     controller = parsed("Deployment", "controller")
-    assert controller.shard_address(7) == gateway.shard_address(f"{full('table')}-7")
+    assert controller.shard_address(7) == gateway.shards[f"{full('table')}-7"]
+    assert set(gateway.shards) == {controller.shard_id(i) for i in range(10)}
     assert controller.policy.shard_capacity == table.capacity
     matchmaking = parsed("Deployment", "matchmaking")
     assert set(matchmaking.shards) == {controller.shard_id(i) for i in range(10)}

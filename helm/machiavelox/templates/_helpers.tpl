@@ -143,6 +143,7 @@ metadata:
 - name: OTEL_TRACES_SAMPLER_ARG
   value: {{ .samplerArg | quote }}
 {{- end }}
+{{ include "machiavelox.tls.env" . }}
 {{- end -}}
 
 {{- define "machiavelox.podNameEnv" -}}
@@ -160,33 +161,88 @@ metadata:
       key: {{ .Values.global.tokenKey.existingSecretKey }}
 {{- end -}}
 
-{{/* Kubernetes' own gRPC probes on the standard health service (grpc.health.v1). */}}
+{{/* The player tokens a service accepts (gateway and matchmaking alike, docs/security.md):
+     the token mode, the token key unless the mode is oidc, the identity provider unless it is
+     hmac. Refuses an identity provider without issuer or audience. */}}
+{{- define "machiavelox.identityEnv" -}}
+{{- $id := .Values.global.identity -}}
+{{- if and (ne $id.mode "hmac") (or (not $id.oidc.issuer) (not $id.oidc.audience)) -}}
+{{- fail (printf "global.identity.mode is %s: set global.identity.oidc.issuer and global.identity.oidc.audience (the identity provider whose tokens are accepted)" $id.mode) -}}
+{{- end -}}
+- name: MACHIAVELOX_TOKEN_MODE
+  value: {{ $id.mode | quote }}
+{{- if ne $id.mode "oidc" }}
+{{ include "machiavelox.tokenEnv" . }}
+{{- end }}
+{{- if ne $id.mode "hmac" }}
+{{- with $id.oidc }}
+- name: MACHIAVELOX_OIDC_ISSUER
+  value: {{ .issuer | quote }}
+- name: MACHIAVELOX_OIDC_AUDIENCE
+  value: {{ .audience | quote }}
+- name: MACHIAVELOX_OIDC_JWKS_URL
+  value: {{ .jwksUrl | quote }}
+- name: MACHIAVELOX_OIDC_LEEWAY_S
+  value: {{ .leewaySeconds | quote }}
+- name: MACHIAVELOX_OIDC_PLAYER_CLAIM
+  value: {{ .playerClaim | quote }}
+- name: MACHIAVELOX_OIDC_JWKS_REFRESH_S
+  value: {{ .jwksRefreshSeconds | quote }}
+- name: MACHIAVELOX_OIDC_FETCH_TIMEOUT_S
+  value: {{ .fetchTimeoutSeconds | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The development Login: only in a development environment, only with development tokens. */}}
+{{- define "machiavelox.devLoginEnv" -}}
+{{- $login := .Values.gateway.devLogin -}}
+{{- if and $login.enabled (ne .Values.global.environment "development") -}}
+{{- fail (printf "gateway.devLogin.enabled is true but global.environment is %s: the development Login gives anyone a token for any player, so it is refused outside global.environment=development" .Values.global.environment) -}}
+{{- end -}}
+{{- if and $login.enabled (eq .Values.global.identity.mode "oidc") -}}
+{{- fail "gateway.devLogin.enabled needs global.identity.mode hmac or both: the development Login mints development (HMAC) tokens" -}}
+{{- end -}}
+- name: MACHIAVELOX_GATEWAY_DEV_LOGIN
+  value: {{ $login.enabled | quote }}
+- name: MACHIAVELOX_GATEWAY_LOGIN_RATE
+  value: {{ $login.rate | quote }}
+- name: MACHIAVELOX_GATEWAY_LOGIN_BURST
+  value: {{ $login.burst | quote }}
+{{- end -}}
+
+{{/* Kubernetes' own gRPC probes on the standard health service (grpc.health.v1), on the
+     plaintext health port (they cannot present a client certificate: _tls.tpl). */}}
 {{- define "machiavelox.probes" -}}
 startupProbe:
   grpc:
-    port: {{ .port }}
+    port: {{ .root.Values.global.healthPort }}
   periodSeconds: 2
   failureThreshold: 30
 readinessProbe:
   grpc:
-    port: {{ .port }}
+    port: {{ .root.Values.global.healthPort }}
   periodSeconds: 5
   failureThreshold: 2
 livenessProbe:
   grpc:
-    port: {{ .port }}
+    port: {{ .root.Values.global.healthPort }}
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 3
 {{- end -}}
 
 {{- define "machiavelox.ports" -}}
+{{- include "machiavelox.tls.checkHealthPort" . }}
 ports:
   - name: grpc
     containerPort: {{ .port }}
     protocol: TCP
   - name: metrics
     containerPort: {{ .root.Values.global.metrics.port }}
+    protocol: TCP
+  - name: health
+    containerPort: {{ .root.Values.global.healthPort }}
     protocol: TCP
 {{- end -}}
 
