@@ -1,4 +1,5 @@
-"""The `machiavelox` command: the rules scenario runner and every service's entry point."""
+"""The `machiavelox` command: the rules scenario runner and every service's entry point (each
+service's `main` runs through `platform/entry.py`: `--help`, settings, exit codes)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(SERVICES[args[0]][0])
         code: int = module.main(args[1:])
         return code
-    parser = argparse.ArgumentParser(prog="machiavelox", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="machiavelox", description=__doc__,
+        epilog="`machiavelox <command> --help`: a command's usage (and a service's settings).")
     sub = parser.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scenario", help="run .mxs rules scenarios (files or folders)")
     sc.add_argument("paths", nargs="+")

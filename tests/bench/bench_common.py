@@ -3,8 +3,11 @@ gateway's Play protocol (raw bytes, so the load generators spend as little CPU a
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,8 @@ import grpc
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
 from machiavelox.gateway.auth import HmacTokens
+from machiavelox.local.pki import Pki, session_pki
+from machiavelox.platform.tls import InternalTls
 
 HERE = Path(__file__).resolve().parent
 KEY = "bench-key-0123456789abcdef"
@@ -31,7 +36,9 @@ REPLY_TIMEOUT_S = 300.0  # the longest a helper may take to answer a command
 # The first byte of a serialized PlayResponse names its oneof field (field << 3 | 2).
 SNAPSHOT, EVENT, ACK, REFUSED, BATCH = 0x0A, 0x12, 0x1A, 0x22, 0x2A
 # set by the command line
-OPTIONS: dict[str, Any] = {"batched": True, "via": "shard", "quiet_wait_s": 120.0}
+OPTIONS: dict[str, Any] = {"batched": True, "via": "shard", "quiet_wait_s": 120.0,
+                           "internal_tls": "mtls"}
+PKI_DIR = "BENCH_PKI_DIR"  # the bench's PKI, for its helper processes ("off": plaintext)
 PER_TABLE = 100  # actions per table in (b): 50 calate, a busy but plausible table
 AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
 # A load-generator player's actions: Declare and Undeclare of its card in turn, and a Draw
@@ -40,6 +47,38 @@ AGING, AGING_QUICK = 6000, 1000  # actions at one table in (b3)
 # otherwise all get their forced draws at the same instant, a burst real tables do not have.
 CYCLE = 21
 LAST_KIND = {"declare": "declared", "undeclare": "void"}  # the last event of each action
+
+
+def bench_pki() -> Pki | None:
+    """The PKI whose certificates the services got (None: internal TLS off): a helper process
+    gets the bench's through PKI_DIR; the bench itself uses its process's `session_pki`, as
+    `machiavelox.local.processes.start` does for the services."""
+    given = os.environ.get(PKI_DIR)
+    if given is not None:
+        return None if given == "off" else Pki(Path(given))
+    return None if OPTIONS["internal_tls"] == "off" else session_pki()
+
+
+def helper_env() -> dict[str, str]:
+    pki = bench_pki()
+    return {PKI_DIR: "off" if pki is None else str(pki.directory)}
+
+
+def services_env() -> dict[str, str]:
+    """The services' settings for --internal-tls (mtls: `start` gives each its certificate)."""
+    return {"MACHIAVELOX_INTERNAL_TLS": "off"} if OPTIONS["internal_tls"] == "off" else {}
+
+
+@functools.cache
+def _credentials(pki: Pki | None, role: str) -> InternalTls:
+    return InternalTls.off() if pki is None else pki.tls(role)
+
+
+def internal_channel(address: str, role: str,
+                     options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """A channel to the shard at `address` as `role` (matchmaking creates tables, a gateway
+    holds the Connect stream)."""
+    return _credentials(bench_pki(), role).channel(address, "table", options=options)
 
 
 def now_ns() -> int:
@@ -116,7 +155,7 @@ DRAW = codec.action_to_pb(rules.Draw(rules.Seat.P1))  # the wire form has no sea
 
 
 async def create_table(shard: str, table_id: str, players: list[str]) -> None:
-    async with grpc.aio.insecure_channel(shard) as ch:
+    async with internal_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=table_id, player_ids=players,
                                          kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)

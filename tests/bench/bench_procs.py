@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-from bench_common import DISTURBED, OPTIONS, REPLY_TIMEOUT_S
+from bench_common import DISTURBED, OPTIONS, REPLY_TIMEOUT_S, helper_env
 
 
 # ============================================================================ helper processes
@@ -29,7 +29,8 @@ class Helper:
         self.log_path = log_dir / f"{name}.log"
         self.popen = subprocess.Popen(
             [sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log_path.open("wb"), text=True, start_new_session=True)
+            stderr=self.log_path.open("wb"), text=True, start_new_session=True,
+            env={**os.environ, **helper_env()})  # the services' PKI, for internal calls
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 

@@ -91,6 +91,7 @@ from bench_common import (
     now_ns,
     pair_actions,
     pct,
+    services_env,
     step_of,
     token_for,
 )
@@ -280,7 +281,8 @@ class Capacity:
         shard_port = free_port()
         env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
                "MACHIAVELOX_TABLE_CAPACITY": "100000", "MACHIAVELOX_TOKEN_KEY": KEY,
-               "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}", **self.env}
+               "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}",
+               **services_env(), **self.env}
         n = self.clusters
         self.shard = start(f"cap{n}-shard", "table", env, self.tmp)
         self.procs.append(self.shard)
@@ -473,6 +475,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="the longest to wait for a quiet machine before a measurement (s)")
     parser.add_argument("--single", action="store_true",
                         help="the unbatched protocol: one message per ack, refusal and event")
+    parser.add_argument("--internal-tls", choices=["mtls", "off"], default="mtls",
+                        help="between gateway and shard: mutual TLS (the default, as deployed) "
+                        "or plaintext (MACHIAVELOX_INTERNAL_TLS=off); tls_bench.py compares")
     parser.add_argument("--role", choices=["bench", "loadgen"], default="bench",
                         help=argparse.SUPPRESS)
     parser.add_argument("--name", default="lg", help=argparse.SUPPRESS)
@@ -490,7 +495,7 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
     shard_port = free_port()
     env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
            "MACHIAVELOX_TOKEN_KEY": KEY,
-           "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}"}
+           "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}", **services_env()}
     procs: list[Proc] = []
     observers: Helper | None = None
     floor = Floor(tmp, size)
@@ -719,6 +724,7 @@ def main(argv: list[str]) -> int:
     OPTIONS["batched"] = not args.single
     OPTIONS["via"] = args.via
     OPTIONS["quiet_wait_s"] = args.quiet_wait
+    OPTIONS["internal_tls"] = args.internal_tls
     if args.role == "loadgen":
         asyncio.run(loadgen_main(args))
         return 0
@@ -727,7 +733,8 @@ def main(argv: list[str]) -> int:
     print(f"cluster bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
           f"grpcio {grpc.__version__}{', quick' if args.quick else ''}, "
           f"{'batched' if OPTIONS['batched'] else 'single-message'} Play protocol, "
-          f"capacity load via the {OPTIONS['via']}", file=out, flush=True)
+          f"capacity load via the {OPTIONS['via']}, internal TLS {OPTIONS['internal_tls']}",
+          file=out, flush=True)
     summary: dict[str, Any] = {}
     other = background_load()
     summary["background"] = other

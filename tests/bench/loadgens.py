@@ -35,6 +35,7 @@ from bench_common import (
     SHARD,
     action_bytes,
     event_seq,
+    internal_channel,
     join_and_draw,
     now_ns,
     pair_actions,
@@ -92,7 +93,7 @@ class LoadGen:
         return self.channels[-1]
 
     async def add(self, count: int) -> None:
-        shard = grpc.aio.insecure_channel(self.shard)
+        shard = internal_channel(self.shard, "matchmaking")  # tables are matchmaking's
         stub = table_pb2_grpc.TableAuthorityServiceStub(shard)
         try:
             first = self.tables
@@ -261,7 +262,8 @@ class ShardLoad:
     def __init__(self, name: str, shard: str) -> None:
         self.name = name
         self.shard = shard
-        self.channel = grpc.aio.insecure_channel(shard)
+        self.channel = internal_channel(shard, "gateway")  # as a gateway: the Connect stream
+        self.tables_channel = internal_channel(shard, "matchmaking")  # and CreateTable
         self.call: Any = None
         self.outbox: Outbox[list[bytes]] = Outbox(list)  # the gateway's flush policy
         self.actors: dict[tuple[str, str], Actor] = {}
@@ -322,7 +324,7 @@ class ShardLoad:
                     self.done.append((sent, arrived - sent))
 
     async def add(self, count: int) -> None:
-        stub = table_pb2_grpc.TableAuthorityServiceStub(self.channel)
+        stub = table_pb2_grpc.TableAuthorityServiceStub(self.tables_channel)
         first = self.tables
         for lo in range(first, first + count, 100):
             await asyncio.gather(*(self._table(stub, i)
@@ -388,6 +390,7 @@ class ShardLoad:
         if self.call is not None:
             self.call.cancel()
         await self.channel.close(grace=None)
+        await self.tables_channel.close(grace=None)
 
 
 async def _lag(gen: Any, seconds: float) -> None:

@@ -18,7 +18,8 @@ from machiavelox.controller.kube import ShardScale, api_client
 from machiavelox.controller.reconcile import Controller
 from machiavelox.controller.settings import ControllerSettings
 from machiavelox.controller.shards import ShardClients
-from machiavelox.local.processes import Proc
+from machiavelox.local.pki import session_pki
+from machiavelox.local.processes import Proc, aio_channel
 from tests.controller.conftest import CAPACITY
 from tests.controller.fake_kube import FakeKube
 
@@ -35,13 +36,14 @@ def controller_for(kube: FakeKube, shards: list[Proc], buffer: str = "2") -> Con
         "MACHIAVELOX_CONTROLLER_SCALE_DOWN_DELAY_S": "0",
         "MACHIAVELOX_CONTROLLER_KUBE_API": kube.url})
     api = api_client(settings.kube_api, "test")
-    clients = ShardClients(settings.shard_address, settings.shard_id, 2.0)
+    clients = ShardClients(settings.shard_address, settings.shard_id, 2.0,
+                           session_pki().tls("controller").connector("table"))
     return Controller(settings.policy, ShardScale(api, "mx", "shard"), clients, lambda: True,
                       time.monotonic, 1.0)
 
 
 async def create_table(shard: Proc, table_id: str, players: list[str]) -> None:
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=table_id, player_ids=players,
                                          kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
@@ -49,7 +51,7 @@ async def create_table(shard: Proc, table_id: str, players: list[str]) -> None:
 
 
 async def get_load(shard: Proc) -> table_pb2.GetLoadResponse:
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "controller") as ch:
         load: table_pb2.GetLoadResponse = await table_pb2_grpc.TableAuthorityServiceStub(
             ch).GetLoad(table_pb2.GetLoadRequest(), timeout=5)
         return load
@@ -69,7 +71,7 @@ async def end_tables(shard: Proc, tables: dict[str, list[str]]) -> None:
         while True:
             await asyncio.sleep(3600)
 
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "gateway") as ch:  # as a gateway does
         call = table_pb2_grpc.TableAuthorityServiceStub(ch).Connect(items())
         deadline = time.monotonic() + 20
         while (await get_load(shard)).tables and time.monotonic() < deadline:

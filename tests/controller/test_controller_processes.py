@@ -15,13 +15,13 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-import grpc
-
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.local.pki import session_pki
 from machiavelox.local.processes import (
     MACHIAVELOX,
     PARENT_PID,
     Proc,
+    channel,
     free_port,
     wait_healthy,
 )
@@ -55,7 +55,8 @@ def start_controller(name: str, kube: FakeKube, shards: list[Proc], tmp: Path) -
            "MACHIAVELOX_CONTROLLER_IDENTITY": name,
            "MACHIAVELOX_CONTROLLER_KUBE_API": kube.url,
            "MACHIAVELOX_CONTROLLER_PORT": str(port),
-           "MACHIAVELOX_METRICS_PORT": "0"}
+           "MACHIAVELOX_METRICS_PORT": "0",
+           **session_pki().env("controller")}  # its calls to shards: mTLS as the controller
     log_path = tmp / f"{name}.log"
     popen = subprocess.Popen([*MACHIAVELOX, "controller"],
                              env={**os.environ, **env, PARENT_PID: str(os.getpid())},
@@ -67,7 +68,7 @@ def start_controller(name: str, kube: FakeKube, shards: list[Proc], tmp: Path) -
 
 
 def load(shard: Proc) -> table_pb2.GetLoadResponse:
-    with grpc.insecure_channel(shard.address) as ch:
+    with channel(shard, "controller") as ch:
         answer: table_pb2.GetLoadResponse = table_pb2_grpc.TableAuthorityServiceStub(
             ch).GetLoad(table_pb2.GetLoadRequest(), timeout=5)
         return answer

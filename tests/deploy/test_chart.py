@@ -30,8 +30,11 @@ NAMES = [p.name.removesuffix("-values.yaml") for p in VALUE_SETS]
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest the
 # validator ships.
 KUBE_VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
-# Prometheus Operator objects: custom resources, no schema in the validator (checked below).
-CUSTOM_KINDS = {"ServiceMonitor", "PrometheusRule"}
+# Custom resources (Prometheus Operator, cert-manager): no schema in the validator (checked
+# below).
+CUSTOM_KINDS = {"ServiceMonitor": "monitoring.coreos.com/v1",
+                "PrometheusRule": "monitoring.coreos.com/v1",
+                "Certificate": "cert-manager.io/v1"}
 COMPONENTS = ["gateway", "table", "matchmaking", "scoring", "presence", "controller"]
 
 
@@ -53,7 +56,7 @@ def test_every_object_is_valid_kubernetes(name: str) -> None:
     assert len(docs) > 10
     for doc in docs:
         if doc["kind"] in CUSTOM_KINDS:
-            assert doc["apiVersion"] == "monitoring.coreos.com/v1"
+            assert doc["apiVersion"] == CUSTOM_KINDS[doc["kind"]]
             continue
         for version in KUBE_VERSIONS:
             try:
@@ -71,18 +74,24 @@ def test_the_validator_is_strict() -> None:
         kubernetes_validate.validate(doc, KUBE_VERSIONS[0], strict=True)
 
 
-def grpc_port(container: dict[str, Any]) -> int:
-    [port] = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
+def container_port(container: dict[str, Any], name: str = "grpc") -> int:
+    [port] = [p["containerPort"] for p in container["ports"] if p["name"] == name]
     return int(port)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_probes_are_kubernetes_grpc_probes_on_the_health_service(name: str) -> None:
+    """On the plaintext health port: Kubernetes' gRPC probes present no client certificate,
+    and the gRPC ports take mutual TLS."""
     for workload in workloads(render(value_set(name))):
         for container in pod_spec(workload)["containers"]:
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            health = container_port(container, "health")
+            assert health != container_port(container)
+            assert env["MACHIAVELOX_HEALTH_PORT"] == str(health)
             for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
                 grpc = container[probe]["grpc"]
-                assert grpc["port"] == grpc_port(container), workload["metadata"]["name"]
+                assert grpc["port"] == health, workload["metadata"]["name"]
                 # no service name: the overall status of grpc.health.v1.Health, which every
                 # service sets (platform/server.py)
                 assert grpc.get("service", "") == ""
@@ -166,25 +175,33 @@ def test_only_the_gateway_is_reachable_from_outside() -> None:
             else:  # inside the cluster only: pods, or every namespace's pods; never ipBlock
                 assert all("ipBlock" not in peer for peer in rule["from"])
     assert open_to_all == [full("gateway")]
-    exposed = render({"matchmaking": {"expose": True}})
+    exposed = render({"matchmaking": {"expose": True}, "global": {"tls": {"internal": "off"}}})
     assert {full("gateway"), full("matchmaking") + "-public"} == {
         s["metadata"]["name"] for s in find(exposed, "Service")
         if s["spec"].get("type", "ClusterIP") != "ClusterIP"}
+    with pytest.raises(helm.HelmRenderError, match="matchmaking.expose needs"):
+        render({"matchmaking": {"expose": True}})  # its port takes the gateways' certificate
 
 
 def test_each_service_admits_only_its_callers() -> None:
+    """The gRPC port of each service from its callers alone (no `helm test` pod: it checks the
+    health ports); the health port from the release's pods; nothing else but /metrics."""
     docs = render()
-    callers = {"table": {"gateway", "matchmaking", "controller", "test"},
-               "scoring": {"table", "matchmaking", "test"},
-               "presence": {"gateway", "table", "test"},
-               "matchmaking": {"gateway", "test"}, "controller": {"test"}}
+    callers = {"table": {"gateway", "matchmaking", "controller"},
+               "scoring": {"table", "matchmaking"}, "presence": {"gateway", "table"},
+               "matchmaking": {"gateway"}, "controller": set()}
+    release = {"app.kubernetes.io/name": "machiavelox", "app.kubernetes.io/instance": "mx"}
     for component, expected in callers.items():
         policy = one(docs, "NetworkPolicy", full(component))
-        [grpc_rule] = [r for r in policy["spec"]["ingress"]
-                       if r["ports"] == [{"port": "grpc", "protocol": "TCP"}]]
+        rules = {r["ports"][0]["port"]: r for r in policy["spec"]["ingress"]}
+        assert set(rules) == ({"grpc"} if expected else set()) | {"health", "metrics"}
         got = {peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
-               for peer in grpc_rule["from"]}
+               for peer in rules.get("grpc", {"from": []})["from"]}
         assert got == expected, component
+        assert rules["health"]["from"] == [{"podSelector": {"matchLabels": release}}]
+    gateway = one(docs, "NetworkPolicy", full("gateway"))
+    assert [r["ports"][0]["port"] for r in gateway["spec"]["ingress"]] == [
+        "grpc", "health", "metrics"]  # the public port, from anyone (or gatewayFrom)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -16,6 +16,7 @@ from machiavelox.controller.settings import ControllerSettings
 from machiavelox.gateway.settings import GatewaySettings
 from machiavelox.matchmaking.settings import MatchmakingSettings
 from machiavelox.platform.observability import ObservabilitySettings
+from machiavelox.platform.tls import TlsSettings
 from machiavelox.presence.settings import PresenceSettings
 from machiavelox.scoring.settings import ScoringSettings
 from machiavelox.table.settings import TableSettings
@@ -82,6 +83,7 @@ def test_each_service_accepts_the_environment_the_chart_gives_it(
         settings = SETTINGS[component(workload)]()
         port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
         assert (settings.host, settings.port) == ("0.0.0.0", port), workload["metadata"]["name"]
+        TlsSettings.from_env()  # the internal TLS settings (platform/tls.py) accepted too
         ObservabilitySettings.from_env(component(workload))  # OTEL_* and metrics accepted
 
 

@@ -12,6 +12,7 @@ from machiavelox.controller.lease import LeaderElector
 from machiavelox.controller.reconcile import Controller
 from machiavelox.controller.settings import ControllerSettings
 from machiavelox.controller.shards import ShardClients
+from machiavelox.local.pki import session_pki
 from tests.controller.fake_kube import FakeKube, Request, running
 from tests.deploy.chart import NAMESPACE, container_env, full, one, pod_spec, render
 
@@ -43,7 +44,8 @@ async def exercise(kube: FakeKube, settings: ControllerSettings) -> None:
                              lambda: loop.call_soon_threadsafe(woke.set), timeout_s=5)
     watch.start()
     await asyncio.wait_for(woke.wait(), 10)
-    shards = ShardClients(settings.shard_address, settings.shard_id, 0.5)
+    shards = ShardClients(settings.shard_address, settings.shard_id, 0.5,
+                          session_pki().tls("controller").connector("table"))
     controller = Controller(settings.policy, ShardScale(api, settings.namespace,
                                                         settings.statefulset),
                             shards, elector.leading, time.monotonic, 1.0)

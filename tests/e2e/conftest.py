@@ -18,7 +18,7 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, Proc]]:
     shard = start("shard", "table", {"MACHIAVELOX_SHARD_ID": "shard-0",
                                      "MACHIAVELOX_TABLE_PORT": str(shard_port)}, tmp_path)
     gateway = start("gateway", "gateway", {
-        "MACHIAVELOX_TOKEN_KEY": KEY,
+        "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
         "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{shard_port}"}, tmp_path)
     procs = {"shard": shard, "gateway": gateway}
     yield procs

@@ -17,7 +17,7 @@ from machiavelox._gen.v1 import (
     scoring_pb2_grpc,
 )
 from machiavelox.bots.player import Bot
-from machiavelox.local.processes import Proc
+from machiavelox.local.processes import Proc, aio_channel
 from machiavelox.local.up import launch, stop_all
 from machiavelox.platform.errors import REASON_KEY
 from tests.support.client import login
@@ -33,10 +33,10 @@ def full_cluster(tmp_path: Path) -> Iterator[dict[str, Proc]]:
         assert not errors, f"{proc.name} logged errors: {errors}"
 
 
-async def _subscribe(address: str, from_offset: int, want: int,
+async def _subscribe(scoring: Proc, from_offset: int, want: int,
                      timeout: float = 60) -> list[scoring_pb2.ResultRecord]:
     out: list[scoring_pb2.ResultRecord] = []
-    async with grpc.aio.insecure_channel(address) as ch:
+    async with aio_channel(scoring, "results-reader") as ch:
         stream = scoring_pb2_grpc.ScoringServiceStub(ch).SubscribeResults(
             scoring_pb2.SubscribeResultsRequest(from_offset=from_offset))
 
@@ -54,7 +54,7 @@ async def _subscribe(address: str, from_offset: int, want: int,
 async def test_three_bots_play_to_the_end_and_results_flow(
         full_cluster: dict[str, Proc]) -> None:
     gw = full_cluster["gateway"].address  # the apps' only endpoint: the agorà too
-    scoring = full_cluster["scoring"].address
+    scoring = full_cluster["scoring"]
     live = asyncio.create_task(_subscribe(scoring, 1, 1))
     records: dict[str, list[gateway_pb2.PlayResponse]] = {}
     async with grpc.aio.insecure_channel(gw) as g:
@@ -73,7 +73,7 @@ async def test_three_bots_play_to_the_end_and_results_flow(
     # a subscriber resuming from its offset gets every record exactly as stored
     again = await _subscribe(scoring, stored[0].offset, 1)
     assert again[0] == stored[0]
-    async with grpc.aio.insecure_channel(scoring) as ch:
+    async with aio_channel(scoring, "results-reader") as ch:
         board = await scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
             scoring_pb2.GetLeaderboardRequest(limit=10), timeout=5)
     assert {row.player_id for row in board.rows} == {"ava", "ben", "cid"}
@@ -137,7 +137,7 @@ async def test_presence_drives_absence_at_the_table(full_cluster: dict[str, Proc
     from machiavelox._gen.v1 import common_pb2, table_pb2, table_pb2_grpc
     from tests.support.client import PlayClient, login
 
-    async with grpc.aio.insecure_channel(full_cluster["shard-0"].address) as ch:
+    async with aio_channel(full_cluster["shard-0"], "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id="shard-0.absent", player_ids=["al", "bo", "cy"],
                                          kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)

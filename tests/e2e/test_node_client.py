@@ -6,11 +6,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import grpc
 import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc
+from machiavelox.local.processes import Proc, aio_channel
 
 NODE_DIR = Path(__file__).parent / "node"
 PROTO_DIR = Path(__file__).resolve().parents[2] / "proto"
@@ -32,7 +31,7 @@ def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def test_node_client_logs_in_draws_and_sees_the_event(
         cluster: dict[str, Proc], node_modules: Path) -> None:
-    async with grpc.aio.insecure_channel(cluster["shard"].address) as ch:
+    async with aio_channel(cluster["shard"], "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id="shard-0.node", player_ids=["nodey", "b", "c"],
                                          kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)

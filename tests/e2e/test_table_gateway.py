@@ -9,13 +9,13 @@ import pytest
 
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc
+from machiavelox.local.processes import Proc, aio_channel
 from tests.support.client import PlayClient, login
 
 
 @pytest.fixture
 async def table(cluster: dict[str, Proc]) -> AsyncIterator[str]:
-    async with grpc.aio.insecure_channel(cluster["shard"].address) as ch:
+    async with aio_channel(cluster["shard"], "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id="shard-0.t1", player_ids=["ann", "bob", "cy"],
                                          kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),

@@ -115,6 +115,7 @@ class Services:
     def gateway(self, shards: Mapping[str, Proc], **env: str) -> Proc:
         return self.start("gateway", "gateway", {
             "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_SHARDS": shard_map(shards),
+            "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
             "MACHIAVELOX_GRACE_S": "1", **env})
 
     def stop_all(self) -> None:

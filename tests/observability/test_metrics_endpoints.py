@@ -24,7 +24,13 @@ from machiavelox._gen.v1 import (
     table_pb2_grpc,
 )
 from machiavelox.gateway.auth import HmacTokens
-from machiavelox.local.processes import MACHIAVELOX, free_port, start
+from machiavelox.local.processes import (
+    MACHIAVELOX,
+    aio_channel,
+    free_port,
+    start,
+    with_certificate,
+)
 
 from .conftest import KEY, Services, scrape, value
 
@@ -45,19 +51,19 @@ async def test_every_service_serves_grpc_server_metrics(services: Services) -> N
     matchmaking = services.matchmaking({"shard-0": shard})
     gateway = services.gateway({"shard-0": shard})
 
-    async with grpc.aio.insecure_channel(scoring.address) as ch:
+    async with aio_channel(scoring, "results-reader") as ch:
         stub = scoring_pb2_grpc.ScoringServiceStub(ch)
         await stub.GetLeaderboard(scoring_pb2.GetLeaderboardRequest(), timeout=5)
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.GetStandings(scoring_pb2.GetStandingsRequest(), timeout=5)
         assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-    async with grpc.aio.insecure_channel(presence.address) as ch:
+    async with aio_channel(presence, "gateway") as ch:
         await presence_pb2_grpc.PresenceServiceStub(ch).Heartbeat(
             presence_pb2.HeartbeatRequest(player_id="ann"), timeout=5)
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).GetLoad(
             table_pb2.GetLoadRequest(), timeout=5)
-    async with grpc.aio.insecure_channel(matchmaking.address) as ch:
+    async with aio_channel(matchmaking, "gateway") as ch:
         stub_mm = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         await stub_mm.CreateFriendlyTable(
             matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
@@ -107,7 +113,7 @@ async def test_every_service_serves_grpc_server_metrics(services: Services) -> N
 async def test_a_stream_the_client_leaves_is_counted_cancelled(services: Services) -> None:
     shard = services.shard("shard-0")
     matchmaking = services.matchmaking({"shard-0": shard})
-    async with grpc.aio.insecure_channel(matchmaking.address) as ch:
+    async with aio_channel(matchmaking, "gateway") as ch:
         call = matchmaking_pb2_grpc.MatchmakingServiceStub(ch).Enqueue(
             matchmaking_pb2.EnqueueRequest(), metadata=bearer("ann"))
         first = await call.read()
@@ -156,8 +162,8 @@ def test_a_metrics_port_that_was_set_and_is_taken_refuses_to_start(tmp_path: Pat
     port = free_port()
     first = start("presence-a", "presence", {"MACHIAVELOX_METRICS_PORT": str(port)}, tmp_path)
     try:
-        env = {**os.environ, "MACHIAVELOX_METRICS_PORT": str(port),
-               "MACHIAVELOX_PRESENCE_PORT": str(free_port())}
+        env, _ = with_certificate({**os.environ, "MACHIAVELOX_METRICS_PORT": str(port),
+                                   "MACHIAVELOX_PRESENCE_PORT": str(free_port())}, "presence")
         done = subprocess.run([*MACHIAVELOX, "presence"], env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 1

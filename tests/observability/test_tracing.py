@@ -25,6 +25,7 @@ from machiavelox._gen.v1 import (
     table_pb2_grpc,
 )
 from machiavelox.gateway.auth import HmacTokens
+from machiavelox.local.processes import aio_channel
 from machiavelox.platform.telemetry import Attr, SpanName
 from tests.support.client import PlayClient, login
 from tests.support.otlp_receiver import Receiver, Span
@@ -61,7 +62,7 @@ async def test_server_spans_continue_the_callers_trace(traced_services: Services
     matchmaking = traced_services.matchmaking({"shard-0": shard})
     calls = {}  # method -> (trace id, parent span id)
 
-    async with grpc.aio.insecure_channel(scoring.address) as ch:
+    async with aio_channel(scoring, "results-reader") as ch:
         stub = scoring_pb2_grpc.ScoringServiceStub(ch)
         tp, tid, sid = new_traceparent()
         await stub.GetLeaderboard(scoring_pb2.GetLeaderboardRequest(),
@@ -72,20 +73,20 @@ async def test_server_spans_continue_the_callers_trace(traced_services: Services
             await stub.GetStandings(scoring_pb2.GetStandingsRequest(),
                                     metadata=(("traceparent", tp),), timeout=5)
         calls["machiavelox.v1.ScoringService/GetStandings"] = (tid, sid)
-    async with grpc.aio.insecure_channel(presence.address) as ch:
+    async with aio_channel(presence, "gateway") as ch:
         tp, tid, sid = new_traceparent()
         await presence_pb2_grpc.PresenceServiceStub(ch).Heartbeat(
             presence_pb2.HeartbeatRequest(player_id="ann"), metadata=(("traceparent", tp),),
             timeout=5)
         calls["machiavelox.v1.PresenceService/Heartbeat"] = (tid, sid)
-    async with grpc.aio.insecure_channel(matchmaking.address) as ch:
+    async with aio_channel(matchmaking, "gateway") as ch:
         tp, tid, sid = new_traceparent()
         await matchmaking_pb2_grpc.MatchmakingServiceStub(ch).CreateFriendlyTable(
             matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
             metadata=(*bearer("ann"), ("traceparent", tp)), timeout=5)
         calls["machiavelox.v1.MatchmakingService/CreateFriendlyTable"] = (tid, sid)
     # A call without a traceparent starts a trace of its own.
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).GetLoad(table_pb2.GetLoadRequest(),
                                                                     timeout=5)
 
@@ -121,7 +122,7 @@ async def test_a_placement_is_one_trace_from_matchmaking_to_the_shard(
     shard = traced_services.shard("shard-0")
     matchmaking = traced_services.matchmaking({"shard-0": shard})
     players = ("ann", "bob", "cy")
-    async with grpc.aio.insecure_channel(matchmaking.address) as ch:
+    async with aio_channel(matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         streams = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(p))
                    for p in players]
@@ -163,7 +164,7 @@ async def test_one_action_is_one_trace_across_the_gateway_and_the_shard(
     shard = traced_services.shard("shard-0")
     gateway = traced_services.gateway({"shard-0": shard})
     table = "shard-0.traced"
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=table, player_ids=["ann", "bob", "cy"],
                                          kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
@@ -233,7 +234,7 @@ async def test_a_lost_conflict_links_to_the_winning_action(traced_services: Serv
     shard = traced_services.shard("shard-0", MACHIAVELOX_TABLE_DEAL_SEED=str(seed))
     gateway = traced_services.gateway({"shard-0": shard})
     table = "shard-0.contended"
-    async with grpc.aio.insecure_channel(shard.address) as ch:
+    async with aio_channel(shard, "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=table, player_ids=["ann", "bob", "cy"],
                                          kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),

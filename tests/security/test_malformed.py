@@ -1,6 +1,7 @@
 """Attack: request frames that do not decode (corrupt bytes, a truncated varint or length, bad
 UTF-8 in a string field, nesting past protobuf's limit), sent raw with identity serializers to
-the unary and streaming RPCs of every service, each process real and on loopback.
+the unary and streaming RPCs of every service (the controller serves health alone), each
+process real and on loopback.
 
 Proves, for each frame: the call ends with INVALID_ARGUMENT `request/malformed` within a
 second (not UNKNOWN, not a hang until the client's deadline), no later frame of the stream is
@@ -19,6 +20,7 @@ ignored with no status at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -54,6 +56,8 @@ from machiavelox.local.processes import (
     start,
 )
 from machiavelox.platform.errors import MALFORMED_REASON, REASON_KEY
+from tests.controller.fake_kube import running
+from tests.controller.test_controller_processes import start_controller
 from tests.security.malformed_frames import bad_frames
 from tests.support.client import PlayClient, login
 
@@ -67,9 +71,11 @@ PLAYERS = ("ann", "bob", "cy")
 # ---------------------------------------------------------------------------------- cluster
 @pytest.fixture(scope="module")
 def procs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
-    """Every service as a real process: scoring, presence, one shard, matchmaking, gateway."""
+    """Every service as a real process: scoring, presence, one shard, matchmaking, gateway,
+    and the capacity controller (health only) over a fake Kubernetes API."""
     tmp = tmp_path_factory.mktemp("malformed")
     started: dict[str, Proc] = {}
+    kube = contextlib.ExitStack()
 
     def run(name: str, command: str, env: dict[str, str]) -> Proc:
         started[name] = start(name, command, {"MACHIAVELOX_METRICS_PORT": str(free_port()),
@@ -91,9 +97,14 @@ def procs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]
             "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0={shard.address}",
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": matchmaking.address,
             "MACHIAVELOX_PRESENCE_ADDRESS": presence.address})
+        api = kube.enter_context(running(namespace="mx", statefulset="shard", replicas=1))
+        started["controller"] = start_controller("controller", api, [shard], tmp)
         yield started
     finally:
-        check_all_clean(started.values())
+        try:
+            check_all_clean(started.values())
+        finally:
+            kube.close()
 
 
 def bearer(player: str) -> tuple[tuple[str, str], ...]:
@@ -145,7 +156,7 @@ TARGETS = [
     Target("presence", "/machiavelox.v1.PresenceService/WatchLiveness",
            presence_pb2.WatchLivenessRequest.DESCRIPTOR, "server_stream", "table"),
     *(Target(service, HEALTH, health_pb2.HealthCheckRequest.DESCRIPTOR, "unary", "gateway")
-      for service in ("gateway", "table", "matchmaking", "scoring", "presence")),
+      for service in ("gateway", "table", "matchmaking", "scoring", "presence", "controller")),
 ]
 CASES = [pytest.param(target, kind, frame, id=f"{target.name}-{kind}")
          for target in TARGETS for kind, frame in bad_frames(target.request).items()]
@@ -189,10 +200,12 @@ def valid_call(procs: dict[str, Proc], service: str) -> None:
         with channel_to(proc, "results-reader") as ch:
             scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
                 scoring_pb2.GetLeaderboardRequest(), timeout=5)
-    else:
+    elif service == "presence":
         with channel_to(proc, "gateway") as ch:
             presence_pb2_grpc.PresenceServiceStub(ch).GetPresence(
                 presence_pb2.GetPresenceRequest(player_ids=["ann"]), timeout=5)
+    else:  # the controller serves health alone
+        assert serving(proc)
 
 
 def serving(proc: Proc) -> bool:

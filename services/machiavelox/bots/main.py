@@ -1,4 +1,10 @@
-"""`machiavelox bots --players N`: N bots log in, queue in the agorà and play to the end."""
+"""`machiavelox bots --players N`: N bots log in, queue in the agorà and play to the end.
+
+The bots are apps: they reach the public gateway in plaintext. The leaderboard at the end comes
+from scoring itself, an internal service: that call presents the `results-reader` certificate
+given by MACHIAVELOX_TLS_CA, _CERT and _KEY (`machiavelox up` prints them), or goes in
+plaintext with MACHIAVELOX_INTERNAL_TLS=off; `--scoring ''` skips it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from typing import TextIO
 import grpc
 
 from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
+from machiavelox.platform.settings import SettingsError
+from machiavelox.platform.tls import InternalTls
 
 from .player import Bot, BotOutcome
 
@@ -21,7 +29,10 @@ def _bar(done: int, total: int, width: int = 30) -> str:
 
 
 async def play(players: int, gateway: str, matchmaking: str, scoring: str, interval_s: float,
-               prefix: str, out: TextIO) -> list[BotOutcome]:
+               prefix: str, out: TextIO, scoring_tls: InternalTls | None = None,
+               ) -> list[BotOutcome]:
+    """`scoring_tls`: the credentials the leaderboard call presents to scoring (a
+    `results-reader` certificate); needed with a `scoring` address."""
     async with grpc.aio.insecure_channel(gateway) as gw, \
             grpc.aio.insecure_channel(matchmaking) as mm:
         bots = [Bot(f"{prefix}{i + 1}", gw, mm, interval_s) for i in range(players)]
@@ -35,7 +46,7 @@ async def play(players: int, gateway: str, matchmaking: str, scoring: str, inter
                   file=out, flush=True)
     _report(outcomes, out)
     if scoring:
-        await _leaderboard(scoring, out)
+        await _leaderboard(scoring, scoring_tls or InternalTls.from_env("results-reader"), out)
     return outcomes
 
 
@@ -53,8 +64,8 @@ def _report(outcomes: list[BotOutcome], out: TextIO) -> None:
               f"{'WON ' if won else ''}{o.result.ending}", file=out)
 
 
-async def _leaderboard(address: str, out: TextIO) -> None:
-    async with grpc.aio.insecure_channel(address) as ch:
+async def _leaderboard(address: str, tls: InternalTls, out: TextIO) -> None:
+    async with tls.channel(address, "scoring") as ch:
         board = await scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
             scoring_pb2.GetLeaderboardRequest(limit=10), timeout=10)
     print("\nLeaderboard (agorà)", file=out)
@@ -68,14 +79,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--players", type=int, default=3, help="how many bots (a multiple of 3)")
     parser.add_argument("--gateway", default="127.0.0.1:7000")
     parser.add_argument("--matchmaking", default="",
-                        help="the agorà's address (default: through the gateway, as apps do)")
+                        help="the agorà's address (default: through the gateway, as apps "
+                        "do; matchmaking's own port takes only gateways' certificates)")
     parser.add_argument("--scoring", default="127.0.0.1:7300", help="'' to skip the leaderboard")
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between actions")
     parser.add_argument("--prefix", default="bot", help="bot names: PREFIX1, PREFIX2, ...")
     args = parser.parse_args(argv)
     if args.players < 3 or args.players % 3:
         parser.error("--players must be a multiple of 3")
+    tls = None
+    if args.scoring:
+        try:
+            tls = InternalTls.from_env("results-reader")
+        except SettingsError as err:
+            print(f"machiavelox bots: the leaderboard needs scoring's credentials: {err} "
+                  "(--scoring '' skips it)", file=sys.stderr)
+            return 2
     outcomes = asyncio.run(play(args.players, args.gateway, args.matchmaking or args.gateway,
                                 args.scoring,
-                                args.interval, args.prefix, sys.stdout))
+                                args.interval, args.prefix, sys.stdout, tls))
     return 0 if all(o.result is not None for o in outcomes) else 1

@@ -107,6 +107,11 @@ class Bot:
                         actions += 1
                         requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
                             client_action_id=action_id, action=codec.action_to_pb(action))))
+                    elif kind == "refused" and not response.refused.client_action_id:
+                        # about the session: paced (rate/limited) or the table unreachable for
+                        # a while (table/unavailable): look again a little later
+                        await asyncio.sleep(1.0)
+                        requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
                     elif kind in ("ack", "refused"):
                         got = response.ack.client_action_id if kind == "ack" else \
                             response.refused.client_action_id

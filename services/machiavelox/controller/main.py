@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import time
 
-from machiavelox.platform import logs
+from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
+from machiavelox.platform.tls import InternalTls
 
 from .kube import LeaseStore, ShardScale, StatefulSetWatch, api_client
 from .lease import LeaderElector
@@ -31,7 +32,8 @@ def build(settings: ControllerSettings, metrics: ControllerMetrics | None = None
     elector = LeaderElector(LeaseStore(api, settings.namespace, settings.lease_name),
                             settings.identity, settings.lease_duration_s,
                             settings.renew_deadline_s)
-    shards = ShardClients(settings.shard_address, settings.shard_id, settings.rpc_timeout_s)
+    shards = ShardClients(settings.shard_address, settings.shard_id, settings.rpc_timeout_s,
+                          InternalTls.from_env("controller").connector("table"))
     controller = Controller(settings.policy,
                             ShardScale(api, settings.namespace, settings.statefulset), shards,
                             elector.leading, time.monotonic, settings.interval_s, metrics)
@@ -54,8 +56,10 @@ async def serve(settings: ControllerSettings) -> None:
         if leading:
             controller.wake()
 
+    # health only (its probes': no client certificate); its calls to shards are mTLS
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [],
-                      lambda server: None, name="controller", observability=observability)
+                      lambda server: None, name="controller", observability=observability,
+                      plaintext=True)
     tasks = [asyncio.create_task(elector.run(settings.renew_s, on_leadership)),
              asyncio.create_task(controller.run())]
     watcher.start()
@@ -74,8 +78,5 @@ async def serve(settings: ControllerSettings) -> None:
 
 
 def main(argv: list[str]) -> int:
-    settings = ControllerSettings.from_env()
-    logs.configure("controller", settings.log_level)
-    asyncio.run(serve(settings))
-    return 0
+    return run_service("controller", __doc__, ControllerSettings.from_env, serve, argv)
 

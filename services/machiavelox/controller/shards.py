@@ -2,7 +2,8 @@
 
 A shard is reached at its stable StatefulSet name `<statefulset>-<ordinal>` behind the headless
 Service (`ControllerSettings.shard_address`). One channel per ordinal, opened on first use and
-kept: a pod that is recreated keeps its DNS name, and gRPC reconnects by itself.
+kept: a pod that is recreated keeps its DNS name, and gRPC reconnects by itself. Channels are
+opened by `connect`, as the controller (mutual TLS: `platform/tls.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.platform.tls import Connect
 
 from .decide import ShardLoad
 
@@ -23,8 +25,9 @@ log = logging.getLogger(__name__)
 
 class ShardClients:
     def __init__(self, address: Callable[[int], str | None], shard_id: Callable[[int], str],
-                 timeout_s: float) -> None:
+                 timeout_s: float, connect: Connect) -> None:
         self.address = address
+        self.connect = connect
         self.shard_id = shard_id
         self.timeout_s = timeout_s
         self._channels: dict[int, grpc.aio.Channel] = {}
@@ -35,7 +38,7 @@ class ShardClients:
             address = self.address(ordinal)
             if address is None:
                 return None
-            channel = self._channels[ordinal] = grpc.aio.insecure_channel(address)
+            channel = self._channels[ordinal] = self.connect(address)
         return channel
 
     async def load(self, ordinal: int) -> ShardLoad | None:

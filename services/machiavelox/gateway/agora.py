@@ -3,7 +3,8 @@
 The gateway serves `MatchmakingService` itself and relays every call to the matchmaking service
 (MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS), so on Kubernetes matchmaking stays inside the
 cluster (its NetworkPolicy admits the gateways alone). The gateway checks the bearer token
-first (a bad one never leaves it) and passes the call's `authorization` and trace context on;
+first (a bad one never leaves it) and passes the call's `authorization` on, with the trace
+context of its own server span (an app's `traceparent` only when the gateway trusts it);
 matchmaking checks the token again (it trusts no caller). A refusal comes back as it was: the
 same status code, message and machine-readable reason.
 """
@@ -17,10 +18,12 @@ import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from machiavelox.platform.errors import REASON_KEY, ServiceError, unavailable
+from machiavelox.platform.telemetry import inject_metadata
+from machiavelox.platform.tls import Connect
 
 from .auth import TokenVerifier, authenticate
 
-_FORWARDED = ("authorization", "traceparent", "tracestate")
+_FORWARDED = ("authorization",)  # and the gateway's own trace context (inject_metadata)
 
 
 def _relayed(err: grpc.aio.AioRpcError) -> ServiceError:
@@ -31,19 +34,22 @@ def _relayed(err: grpc.aio.AioRpcError) -> ServiceError:
     if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) \
             and not reason:
         return unavailable("agora/unavailable", "matchmaking is unreachable; try again")
-    return ServiceError(err.code(), reason or "agora/error", err.details() or "")
+    message = err.details() or ""
+    if reason:  # matchmaking's details already start with its reason: keep one
+        message = message.removeprefix(f"{reason}: ")
+    return ServiceError(err.code(), reason or "agora/error", message)
 
 
 class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, verifier: TokenVerifier, address: str) -> None:
+    def __init__(self, verifier: TokenVerifier, address: str, connect: Connect) -> None:
         self.verifier = verifier
-        self.channel = grpc.aio.insecure_channel(address)
+        self.channel = connect(address)  # as the gateway (InternalTls.connector)
         self.stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self.channel)
 
-    def _metadata(self, context: Any) -> tuple[tuple[str, str], ...]:
+    def _metadata(self, context: Any) -> tuple[tuple[str, str | bytes], ...]:
         metadata = context.invocation_metadata()
         authenticate(self.verifier, metadata)
-        return tuple((k, v) for k, v in metadata or () if k in _FORWARDED)
+        return inject_metadata(tuple((k, v) for k, v in metadata or () if k in _FORWARDED))
 
     async def _unary(self, method: Any, request: Any, context: Any) -> Any:
         try:

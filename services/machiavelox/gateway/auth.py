@@ -1,7 +1,9 @@
-"""Bearer tokens: HMAC-signed for development and tests, behind an interface a real identity
-provider replaces (`TokenVerifier`).
+"""Bearer tokens: the `TokenVerifier` interface every service checks calls with
+(`authenticate`), and the development tokens (`HmacTokens`). Production tokens are the identity
+provider's (oidc.py); which kinds a service accepts is its token mode (identity.py).
 
-Token: ``v1.<player>.<expires unix s>.<base64url HMAC-SHA256 of the first three parts>``.
+Development token: ``v1.<player>.<expires unix s>.<base64url HMAC-SHA256 of the first three
+parts>``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class HmacTokens:
         return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
     def issue(self, player: str, now_s: int | None = None) -> tuple[str, int]:
-        if not PLAYER_NAME.match(player):
+        if not PLAYER_NAME.fullmatch(player):
             raise invalid_argument("auth/bad-name", "a player name is 1-32 characters of "
                                    "A-Z a-z 0-9 _ -")
         expires = (int(time.time()) if now_s is None else now_s) + self.ttl_s

@@ -6,7 +6,8 @@ When it is sampled, its `traceparent` travels with the action to the shard (whos
 children) and comes back on the items of the step the action made: each session that receives
 that step gets a `gateway.deliver` span under the shard's span. The root span ends when the
 ack or refusal is written to the app's stream, with the outcome, sequence number and arrival
-index.
+index. What the app chose (its action id, the table id it joined) is cut to 64 characters
+(`errors.shown`) before it becomes an attribute.
 Metrics: machiavelox_gateway_* (gateway/metrics.py).
 """
 
@@ -19,6 +20,7 @@ from typing import Protocol
 from opentelemetry.trace import Span, SpanKind
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2
+from machiavelox.platform.errors import shown
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry, traceparent
 
 from .metrics import ACCEPTED, REFUSED, GatewayMetrics, action_kind
@@ -53,9 +55,9 @@ class GatewayObserver:
         parent = ""
         if self.telemetry is not None:
             attributes: dict[str, str | int] = {
-                Attr.PLAYER: session.player_id, Attr.TABLE: session.table_id,
-                Attr.SHARD: shard, Attr.GATEWAY: self.gateway_id, Attr.ACTION_KIND: kind,
-                Attr.CLIENT_ACTION_ID: request.client_action_id}
+                Attr.PLAYER: session.player_id, Attr.TABLE: shown(session.table_id),
+                Attr.SHARD: shown(shard), Attr.GATEWAY: self.gateway_id, Attr.ACTION_KIND: kind,
+                Attr.CLIENT_ACTION_ID: shown(request.client_action_id)}
             if request.client_sent_ms:
                 attributes[Attr.CLIENT_SENT_MS] = request.client_sent_ms
             span = self.telemetry.start_span(SpanName.GATEWAY_ACTION, traceparent="",
@@ -98,7 +100,7 @@ class GatewayObserver:
             self.telemetry.record_span(SpanName.GATEWAY_DELIVER, arrived_ns, time.time_ns(),
                                        traceparent=parent,
                                        attributes={Attr.PLAYER: session.player_id,
-                                                   Attr.TABLE: session.table_id,
+                                                   Attr.TABLE: shown(session.table_id),
                                                    Attr.EVENTS: events})
 
     def closed(self, session: Observed) -> None:

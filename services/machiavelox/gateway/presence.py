@@ -14,15 +14,21 @@ import time
 import grpc
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+from machiavelox.platform.tls import Connect
 
 log = logging.getLogger(__name__)
 
 
 class PresenceReporter:
-    def __init__(self, address: str, gateway_id: str, min_interval_s: float = 1.0) -> None:
+    def __init__(self, address: str, gateway_id: str, min_interval_s: float = 1.0,
+                 connect: Connect | None = None) -> None:
+        """`connect`: opens the channel to presence (`InternalTls.connector`; needed with an
+        `address`)."""
         self.gateway_id = gateway_id
         self.min_interval_s = min_interval_s
-        self._channel = grpc.aio.insecure_channel(address) if address else None
+        if address and connect is None:
+            raise ValueError("PresenceReporter needs `connect` to reach presence")
+        self._channel = connect(address) if address and connect is not None else None
         self._stub = (presence_pb2_grpc.PresenceServiceStub(self._channel)
                       if self._channel is not None else None)
         self._last: dict[str, float] = {}

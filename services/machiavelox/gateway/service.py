@@ -113,14 +113,14 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                     if len(action.client_action_id) > MAX_ACTION_ID:
                         raise invalid_argument("request/bad-id", "a client_action_id has at "
                                                f"most {MAX_ACTION_ID} characters")
-                    if not self.pace.action(player):
+                    parent = self.observer.action(session, link.shard_id, action)
+                    if not self.pace.action(player):  # refused here: counted as refused
                         if metrics is not None:
                             metrics.rate_limited("action")
                         session.refuse(action.client_action_id, "rate/limited",
                                        "too many actions: slow down")
                         continue
-                    if link.send_action(session, action,
-                                        self.observer.action(session, link.shard_id, action)):
+                    if link.send_action(session, action, parent):
                         # A malformed action ends the stream (INVALID_ARGUMENT). The check
                         # comes after forwarding: the shard checks every action too and
                         # refuses a malformed one without touching the table.

@@ -2,11 +2,18 @@
 
 Used by `machiavelox up` and by the end-to-end tests. `Proc.check_clean()` is the tests'
 check that a service stopped gracefully: exit 0 after SIGTERM and no ERROR line in its log.
+
+Internal services speak mutual TLS (platform/tls.py): `start` gives each process the
+certificate of its role from a throwaway PKI (`local/pki.py`: the caller's, or this process's
+`session_pki`) unless the environment already names one (or sets MACHIAVELOX_INTERNAL_TLS).
+`channel` and `aio_channel` open a channel to a started service as a given role, the way
+tests talk to internal services directly.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -14,15 +21,27 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from machiavelox.platform.tls import InternalTls
+
+from .pki import Pki, session_pki
+
 MACHIAVELOX = [sys.executable, "-m", "machiavelox.cli"]
 PARENT_PID = "MACHIAVELOX_PARENT_PID"
+# Each command's certificate role, and whether its gRPC port is internal (mutual TLS): the
+# gateway's port is the public one, the controller's serves health only.
+ROLES = {"table": "table", "gateway": "gateway", "matchmaking": "matchmaking",
+         "scoring": "scoring", "presence": "presence", "controller": "controller"}
+PLAINTEXT = frozenset({"gateway", "controller"})
+_TLS_KEYS = ("MACHIAVELOX_INTERNAL_TLS", "MACHIAVELOX_TLS_CA", "MACHIAVELOX_TLS_CERT",
+             "MACHIAVELOX_TLS_KEY")
 
 
 def free_port() -> int:
@@ -75,6 +94,9 @@ class Proc:
     log_path: Path
     allow_errors: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    server_role: str = ""  # the role its port's certificate names; "" = a plaintext port
+    pki: Pki | None = None  # the PKI whose certificates it got (None: the caller's own files)
+    tls_env: dict[str, str] = field(default_factory=dict)  # its MACHIAVELOX_*TLS* settings
 
     def logs(self) -> list[dict[str, object]]:
         out = []
@@ -104,33 +126,81 @@ class Proc:
             assert not errors, f"{self.name} logged errors: {errors}"
 
 
+def with_certificate(env: dict[str, str], role: str, pki: Pki | None = None,
+                     ) -> tuple[dict[str, str], Pki | None]:
+    """`env` with the TLS settings of a process of `role`: those of `pki` when given, else
+    the ones `env` has, else `session_pki()`'s; and the PKI used (None: `env`'s own)."""
+    if pki is None and any(env.get(key) for key in _TLS_KEYS):
+        return env, None
+    chosen = pki or session_pki()
+    return {**env, **chosen.env(role)}, chosen
+
+
 def start(name: str, command: str, env: dict[str, str], tmp: Path,
-          allow_errors: bool = False, wait: bool = True) -> Proc:
-    """Start `machiavelox <command>` with `env` (MACHIAVELOX_* settings) and wait for health."""
+          allow_errors: bool = False, wait: bool = True, pki: Pki | None = None) -> Proc:
+    """Start `machiavelox <command>` with `env` (MACHIAVELOX_* settings) and wait for health.
+    The process gets the certificate of its role (`with_certificate`)."""
     port_key = {"table": "TABLE_PORT", "gateway": "GATEWAY_PORT", "scoring": "SCORING_PORT",
                 "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT"}[command]
     # the child asks to get SIGTERM when this process dies (cli.stop_with_parent), so a killed
     # test run or `machiavelox up` never leaves services behind
-    full = {**os.environ, **env, PARENT_PID: str(os.getpid())}
+    full, used = with_certificate({**os.environ, **env}, ROLES[command], pki)
+    full[PARENT_PID] = str(os.getpid())
     port = int(full.get(f"MACHIAVELOX_{port_key}", "0")) or free_port()
     full[f"MACHIAVELOX_{port_key}"] = str(port)
     log_path = tmp / f"{name}.log"
     popen = subprocess.Popen([*MACHIAVELOX, command], env=full,
                              stdout=subprocess.DEVNULL, stderr=log_path.open("wb"),
                              start_new_session=True)
-    proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, allow_errors, env)
+    proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, allow_errors, env,
+                server_role="" if command in PLAINTEXT else ROLES[command], pki=used,
+                tls_env={k: full[k] for k in _TLS_KEYS if k in full})
     if wait:
         wait_healthy(proc)
     return proc
 
 
+def credentials(proc: Proc, role: str) -> InternalTls:
+    """The credentials of `role` for calls to `proc` (from the PKI it got its own from)."""
+    if not proc.server_role:
+        return InternalTls.off()
+    own = InternalTls.from_env(env=proc.tls_env)
+    if not own.enabled:
+        return own  # MACHIAVELOX_INTERNAL_TLS=off: plaintext
+    if proc.pki is None:
+        raise ValueError(f"{proc.name} was started with its own certificate files: open "
+                         "channels to it with InternalTls")
+    return _role_tls(proc.pki, role)
+
+
+@functools.cache
+def _role_tls(pki: Pki, role: str) -> InternalTls:
+    return pki.tls(role)
+
+
+def channel(proc: Proc, role: str) -> grpc.Channel:
+    """A blocking channel to `proc` presenting the certificate of `role` (plaintext to the
+    gateway's public port)."""
+    return credentials(proc, role).sync_channel(proc.address, proc.server_role or "gateway")
+
+
+def aio_channel(proc: Proc, role: str,
+                options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """An asyncio channel to `proc` as `role` (`options`: gRPC channel options)."""
+    return credentials(proc, role).channel(proc.address, proc.server_role or "gateway",
+                                           options=options)
+
+
 def wait_healthy(proc: Proc, timeout: float = 20.0) -> None:
+    # its own certificate will do: the health service is open to every role
+    tls = (InternalTls.from_env(env=proc.tls_env) if proc.server_role and proc.tls_env
+           else InternalTls.off())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.popen.poll() is not None:
             raise AssertionError(f"{proc.name} exited: {proc.log_path.read_text()[-3000:]}")
         try:
-            with grpc.insecure_channel(proc.address) as ch:
+            with tls.sync_channel(proc.address, proc.server_role or "gateway") as ch:
                 reply = health_pb2_grpc.HealthStub(ch).Check(
                     health_pb2.HealthCheckRequest(service=""), timeout=1)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:

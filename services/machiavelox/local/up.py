@@ -10,6 +10,11 @@ Every service serves `/metrics` on its own port: from `--metrics-base-port` (946
 order gateway, shard-0, shard-1, matchmaking, scoring, presence (any free ports when either
 base port is 0); they are printed at start-up, and deploy/prometheus/prometheus-local.yml
 scrapes the default ones. Tracing follows the OTEL_* variables of the environment.
+
+The services speak mutual TLS to each other as in production: `up` makes a throwaway CA and a
+certificate per role at start (`pki.py`, in a temporary directory printed at start-up and
+deleted at the end), and each service gets its role's. The gateway's own port, the one apps
+use, stays plaintext on loopback.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .pki import Pki, remove, throwaway_pki
 from .processes import Proc, free_ports, start
 
 KEY = "local-development-key-not-a-secret"
@@ -43,8 +49,9 @@ def metrics_port(proc: Proc) -> int:
 
 
 def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
-           metrics_base: int = METRICS_BASE_PORT) -> dict[str, Proc]:
-    """Start every service; `base` 0 picks free ports (tests), for /metrics too."""
+           metrics_base: int = METRICS_BASE_PORT, pki: Pki | None = None) -> dict[str, Proc]:
+    """Start every service; `base` 0 picks free ports (tests), for /metrics too. `pki`: whose
+    certificates the services get (default: the process's `session_pki`)."""
     names = NAMES
     if base:
         ports = dict(zip(names, (base, base + 101, base + 102, base + 200, base + 300,
@@ -63,27 +70,32 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
     procs: dict[str, Proc] = {}
     try:
         procs["presence"] = start("presence", "presence", {
-            **own("presence"), "MACHIAVELOX_PRESENCE_PORT": str(ports["presence"])}, logs)
+            **own("presence"), "MACHIAVELOX_PRESENCE_PORT": str(ports["presence"])}, logs,
+            pki=pki)
         procs["scoring"] = start("scoring", "scoring", {
             **own("scoring"), "MACHIAVELOX_SCORING_PORT": str(ports["scoring"]),
             "MACHIAVELOX_SCORING_DATABASE_URL": f"sqlite:///{data_dir / 'scoring.sqlite3'}"},
-            logs)
+            logs, pki=pki)
         for shard in ("shard-0", "shard-1"):
             procs[shard] = start(shard, "table", {
                 **own(shard), "MACHIAVELOX_SHARD_ID": shard,
                 "MACHIAVELOX_TABLE_PORT": str(ports[shard]),
                 "MACHIAVELOX_TABLE_TIME_SCALE": str(time_scale),
                 "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}",
-                "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
+                "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs,
+                pki=pki)
         procs["matchmaking"] = start("matchmaking", "matchmaking", {
             **own("matchmaking"), "MACHIAVELOX_MATCHMAKING_PORT": str(ports["matchmaking"]),
             "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
-            "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}"}, logs)
+            "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}"}, logs, pki=pki)
         procs["gateway"] = start("gateway", "gateway", {
             **own("gateway"), "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
+            "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",  # a local cluster: Login for any name
+            # the bots take a fresh snapshot after each of their actions (bots/player.py)
+            "MACHIAVELOX_GATEWAY_RESYNC_RATE": "20", "MACHIAVELOX_GATEWAY_RESYNC_BURST": "40",
             "MACHIAVELOX_GATEWAY_SHARDS": shards,
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": f"127.0.0.1:{ports['matchmaking']}",
-            "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs)
+            "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs, pki=pki)
     except BaseException:
         stop_all(procs)
         raise
@@ -117,10 +129,18 @@ def main(argv: list[str]) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     logs = Path(tempfile.mkdtemp(prefix="machiavelox-logs-"))
     scale = args.time_scale if args.time_scale is not None else (30.0 if args.demo else 1.0)
+    pki = throwaway_pki()
     print(f"starting the cluster (logs in {logs}) ...", flush=True)
-    procs = launch(args.base_port, data_dir, logs, scale, args.metrics_base_port)
+    try:
+        procs = launch(args.base_port, data_dir, logs, scale, args.metrics_base_port, pki)
+    except BaseException:
+        remove(pki)
+        raise
     gateway = procs["gateway"].address
     print(f"gateway listening on {gateway}", flush=True)
+    reader = " ".join(f"{k}={v}" for k, v in pki.env("results-reader").items())
+    print(f"internal mTLS: throwaway CA and certificates in {pki.directory} (deleted at the "
+          f"end); to call scoring yourself (e.g. `machiavelox bots`): {reader}", flush=True)
     print("metrics: " + ", ".join(f"{name} http://127.0.0.1:{metrics_port(proc)}/metrics"
                                   for name, proc in procs.items()), flush=True)
     code = 0
@@ -130,7 +150,8 @@ def main(argv: list[str]) -> int:
 
             print(f"demo: {args.demo} bots, rules clock x{scale:g}", flush=True)
             outcomes = asyncio.run(play(args.demo, gateway, gateway,
-                                        procs["scoring"].address, 0.05, "bot", sys.stdout))
+                                        procs["scoring"].address, 0.05, "bot", sys.stdout,
+                                        pki.tls("results-reader")))
             code = 0 if all(o.result is not None for o in outcomes) else 1
         else:
             print("press Ctrl-C to stop", flush=True)
@@ -140,6 +161,7 @@ def main(argv: list[str]) -> int:
     finally:
         print("stopping ...", flush=True)
         bad = stop_all(procs)
+        remove(pki)
         if bad:
             print(f"not stopped cleanly: {', '.join(bad)} (logs in {logs})", flush=True)
             code = code or 1

@@ -1,29 +1,22 @@
-"""`machiavelox matchmaking`: run the agorà (one replica: its queue is in memory).
-
-Settings come from the environment (see `settings.py`): MACHIAVELOX_MATCHMAKING_HOST, _PORT,
-_SHARDS, _TICK_MS, _WINDOW, _WIDEN_PER_S, MACHIAVELOX_TOKEN_KEY, MACHIAVELOX_SCORING_ADDRESS,
-MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL, MACHIAVELOX_METRICS_PORT, _METRICS_HOST and the
-OTEL_* variables (platform/telemetry.py). Exit codes: 0 stopped cleanly, 1 could not start,
-2 bad settings.
+"""`machiavelox matchmaking`: run the agorà (one replica: its queue is in memory) until
+SIGTERM: the queue, friendly lobbies, who is seated where, ratings rebuilt from scoring's log.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
-import sys
 import time
 
 import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2_grpc
-from machiavelox.gateway.auth import HmacTokens
-from machiavelox.platform import logs
+from machiavelox.gateway.identity import build_verifier
+from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
-from machiavelox.platform.settings import SettingsError
+from machiavelox.platform.tls import InternalTls
 
 from .metrics import MatchmakingMetrics
 from .placement import Placement
@@ -41,21 +34,26 @@ def monotonic_ms() -> int:
 async def serve(settings: MatchmakingSettings) -> None:
     obs = Observability("matchmaking", settings.observability)
     metrics = MatchmakingMetrics(obs.registry)
-    placement = Placement(settings.shards, interceptors=obs.client_interceptors())
+    tls = InternalTls.from_env("matchmaking")  # served to gateways; calls out as matchmaking
+    placement = Placement(settings.shards,
+                          tls.connector("table", interceptors=obs.client_interceptors()))
     agora = Agora(Ratings(), placement, monotonic_ms, settings.window, settings.widen_per_s,
-                  metrics=metrics, telemetry=obs.telemetry)
+                  metrics=metrics, telemetry=obs.telemetry, rates=settings.rates,
+                  lobby_ttl_s=settings.lobby_ttl_s)
     metrics.track_waiting(lambda: len(agora.queue), agora.lobbies.waiting_seats)
-    servicer = MatchmakingService(agora, HmacTokens(settings.token_key))
+    verifier = build_verifier(settings.identity)
+    servicer = MatchmakingService(agora, verifier)
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [SERVICE_NAME],
-                      register, name="matchmaking", observability=obs)
+                      register, interceptors=verifier.interceptors(), name="matchmaking",
+                      observability=obs, tls=tls)
     tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching")]
     if settings.scoring:
         follower = ResultsFollower(settings.scoring, agora.apply_result,
-                                   interceptors=obs.client_interceptors())
+                                   tls.connector("scoring", obs.client_interceptors()))
         tasks.append(asyncio.create_task(follower.run(), name="results"))
     else:
         log.warning("no MACHIAVELOX_SCORING_ADDRESS: nobody is rated, and seated players stay "
@@ -82,19 +80,4 @@ async def serve(settings: MatchmakingSettings) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="machiavelox matchmaking", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.parse_args(argv)
-    try:
-        settings = MatchmakingSettings.from_env()
-    except SettingsError as exc:
-        print(f"machiavelox matchmaking: {exc}", file=sys.stderr)
-        return 2
-    logs.configure("matchmaking", settings.log_level)
-    try:
-        asyncio.run(serve(settings))
-    except OSError as exc:
-        log.error("matchmaking cannot start: %s", exc)
-        return 1
-    return 0
+    return run_service("matchmaking", __doc__, MatchmakingSettings.from_env, serve, argv)

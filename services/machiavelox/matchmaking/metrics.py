@@ -3,11 +3,17 @@
 - machiavelox_matchmaking_wait_seconds{queue}: histogram, from a ticket's start (Enqueue, or
   JoinFriendlyTable) to its assignment to a table; queue is competitive or friendly.
 - machiavelox_matchmaking_tickets_total{queue, outcome}: counter, tickets ended: assigned,
-  cancelled (CancelTicket), left (the stream closed first) or stopped (matchmaking stopped).
+  cancelled (CancelTicket), left (the stream closed first), stopped (matchmaking stopped),
+  expired (the friendly lobby outlived its TTL) or replaced (a newer join stream of the player).
 - machiavelox_matchmaking_tickets_waiting{queue}: gauge, tickets waiting now (competitive:
   in the queue; friendly: seats taken at lobbies whose table is not created yet).
 - machiavelox_matchmaking_placement_failures_total{queue}: counter, tables no shard accepted
   (their players wait on: competitive tickets are requeued, lobbies retried).
+- machiavelox_matchmaking_rate_limited_total{call}: counter, calls refused `rate/limited`
+  (enqueue, cancel, create_friendly, join_friendly).
+- machiavelox_matchmaking_unknown_codes_total: counter, join attempts with a code of no open
+  lobby (a rise with few lobbies is someone guessing).
+- machiavelox_matchmaking_lobbies_expired_total: counter, friendly lobbies gone at their TTL.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from machiavelox.platform.metrics import WAIT_BUCKETS, read_safely
 
+from .limits import CALLS, Call
+
 COMPETITIVE = "competitive"
 FRIENDLY = "friendly"
 QUEUES = (COMPETITIVE, FRIENDLY)
-OUTCOMES = ("assigned", "cancelled", "left", "stopped")
+OUTCOMES = ("assigned", "cancelled", "left", "stopped", "expired", "replaced")
 
 
 class MatchmakingMetrics:
@@ -44,6 +52,16 @@ class MatchmakingMetrics:
         self._tickets: dict[tuple[str, str], Any] = {
             (q, o): self.tickets.labels(q, o) for q in QUEUES for o in OUTCOMES}
         self._failures = {q: self.placement_failures.labels(q) for q in QUEUES}
+        self.rate_limited_calls = Counter(
+            "machiavelox_matchmaking_rate_limited_total",
+            "Calls refused rate/limited, by call.", ("call",), registry=registry)
+        self._limited = {c: self.rate_limited_calls.labels(c) for c in CALLS}
+        self.unknown_codes = Counter(
+            "machiavelox_matchmaking_unknown_codes_total",
+            "Join attempts with a code of no open friendly lobby.", registry=registry)
+        self.lobbies_expired = Counter(
+            "machiavelox_matchmaking_lobbies_expired_total",
+            "Friendly lobbies gone at their time to live.", registry=registry)
 
     def track_waiting(self, competitive: Callable[[], float],
                       friendly: Callable[[], float]) -> None:
@@ -58,3 +76,12 @@ class MatchmakingMetrics:
 
     def placement_failed(self, queue: str) -> None:
         self._failures[queue].inc()
+
+    def rate_limited(self, call: Call) -> None:
+        self._limited[call].inc()
+
+    def unknown_code(self) -> None:
+        self.unknown_codes.inc()
+
+    def lobby_expired(self) -> None:
+        self.lobbies_expired.inc()

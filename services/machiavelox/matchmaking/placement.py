@@ -21,11 +21,11 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox.platform.tls import Connect
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,11 @@ class NoShardError(Exception):
 
 
 class Placement:
-    def __init__(self, shards: Mapping[str, str], new_suffix: Callable[[], str] = random_suffix,
-                 timeout_s: float = 2.0, interceptors: Sequence[Any] = ()) -> None:
-        """`interceptors`: client interceptors for the shards' channels (tracing)."""
-        self._channels = {sid: grpc.aio.insecure_channel(address,
-                                                         interceptors=list(interceptors) or None)
-                          for sid, address in shards.items()}
+    def __init__(self, shards: Mapping[str, str], connect: Connect,
+                 new_suffix: Callable[[], str] = random_suffix, timeout_s: float = 2.0) -> None:
+        """`connect`: opens the channel to a shard, as matchmaking, with the client
+        interceptors (tracing): `InternalTls.connector`."""
+        self._channels = {sid: connect(address) for sid, address in shards.items()}
         self._stubs = {sid: table_pb2_grpc.TableAuthorityServiceStub(channel)
                        for sid, channel in self._channels.items()}
         self.new_suffix = new_suffix

@@ -7,12 +7,18 @@
   `base + widen_per_s * waited seconds` ordinal points around its own ordinal; a group is made
   only if every member has the two others inside its window. The longest-waiting ticket is
   served first, and its partners are the longest-waiting tickets that fit.
-- `FriendlyLobbies`: private tables by invite code: the first three players to join sit.
+- `FriendlyLobbies`: private tables by invite code: the first three players to join sit. A
+  player has at most one open lobby (not yet placed at a table): creating another of the same
+  kind gives back the open one, of the other kind is refused with `lobby/open`. A lobby not
+  placed within its time to live is forgotten (`expire`, called by the matching tick).
+
+Refusals never carry an invite code: their messages may end up in logs and traces.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -23,6 +29,9 @@ GROUP = 3  # M13.5: three players only
 # Partners are searched among this many compatible tickets (in waiting order) per anchor, so a
 # tick costs O(n * PARTNER_SCAN^2) at worst however long the queue.
 PARTNER_SCAN = 64
+# A friendly lobby with no table this long after its creation is forgotten (the default of
+# MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S): time enough to share a code and gather.
+LOBBY_TTL_MS = 15 * 60_000
 
 
 class WaitError(Exception):
@@ -70,7 +79,7 @@ class Roster:
         if spot.kind == "table":
             where = f"table {spot.ref}" if spot.ref else "a table being created"
             raise Refused("ticket/seated", f"{player} is seated at {where}")
-        what = "the queue" if spot.kind == "queue" else f"friendly table {spot.ref}"
+        what = "the queue" if spot.kind == "queue" else "a friendly table"
         raise Refused("ticket/duplicate", f"{player} is already waiting in {what}")
 
     def hold(self, player: str, kind: SpotKind, ref: str) -> None:
@@ -204,13 +213,18 @@ class Lobby:
 
 
 class FriendlyLobbies:
-    """Friendly tables waiting for their players. A lobby lives until its table's match ends."""
+    """Friendly tables waiting for their players. A lobby lives until its table's match ends,
+    or `ttl_ms` after its creation if no table was created for it by then."""
 
-    def __init__(self, roster: Roster, new_code: Callable[[], str]) -> None:
+    def __init__(self, roster: Roster, new_code: Callable[[], str],
+                 ttl_ms: int = LOBBY_TTL_MS) -> None:
         self.roster = roster
         self.new_code = new_code
+        self.ttl_ms = ttl_ms
         self._lobbies: dict[str, Lobby] = {}
         self._by_table: dict[str, str] = {}
+        self._open_by_creator: dict[str, str] = {}  # creator -> code of the lobby not placed
+        self._by_age: deque[Lobby] = deque()  # lobbies not placed yet, oldest first (lazy)
 
     def __len__(self) -> int:
         return len(self._lobbies)
@@ -223,9 +237,22 @@ class FriendlyLobbies:
         return sum(len(lobby.players) for lobby in list(self._lobbies.values())
                    if not lobby.table_id)
 
+    def open_lobby(self, creator: str) -> Lobby | None:
+        """The creator's lobby that has no table yet, if any."""
+        code = self._open_by_creator.get(creator)
+        return None if code is None else self._lobbies.get(code)
+
     def create(self, creator: str, kind: MatchKind, now_ms: int) -> Lobby:
-        """A new lobby with a fresh code; the creator joins it like everyone else."""
-        for _ in range(100):
+        """A new lobby with a fresh code; the creator joins it like everyone else. A creator
+        whose lobby has no table yet gets that one back (same kind: a retried call) or is
+        refused (`lobby/open`, another kind)."""
+        current = self.open_lobby(creator)
+        if current is not None:
+            if current.kind is kind:
+                return current
+            raise Refused("lobby/open", f"{creator} already has an open {current.kind.value} "
+                                        "friendly table; it closes once seated or expired")
+        for _ in range(100):  # a drawn code already in use is drawn again
             code = self.new_code()
             if code not in self._lobbies:
                 break
@@ -233,17 +260,19 @@ class FriendlyLobbies:
             raise RuntimeError("no free invite code found")
         lobby = Lobby(code, kind, creator, now_ms)
         self._lobbies[code] = lobby
+        self._open_by_creator[creator] = code
+        self._by_age.append(lobby)
         return lobby
 
     def join(self, code: str, player: str) -> Lobby:
         """Take a seat (idempotent for a member: a reconnecting app gets the same lobby)."""
         lobby = self._lobbies.get(code)
         if lobby is None:
-            raise UnknownCode("friendly/unknown-code", f"no friendly table has code {code!r}")
+            raise UnknownCode("friendly/unknown-code", "no open friendly table has that code")
         if player in lobby.players:
             return lobby
         if lobby.full:
-            raise Refused("friendly/full", f"friendly table {code} already has three players")
+            raise Refused("friendly/full", "that friendly table already has three players")
         self.roster.hold(player, "lobby", code)
         lobby.players.append(player)
         return lobby
@@ -270,6 +299,8 @@ class FriendlyLobbies:
         lobby.placing = False
         lobby.table_id = table_id
         self._by_table[table_id] = code
+        if self._open_by_creator.get(lobby.creator) == code:
+            del self._open_by_creator[lobby.creator]
         self.roster.seat(tuple(lobby.players), table_id)
 
     def not_placed(self, code: str) -> None:
@@ -282,3 +313,25 @@ class FriendlyLobbies:
         """The table's match ended: forget the lobby (its code becomes unknown)."""
         code = self._by_table.pop(table_id, None)
         return None if code is None else self._lobbies.pop(code, None)
+
+    def expire(self, now_ms: int) -> list[Lobby]:
+        """Forget the lobbies created `ttl_ms` ago or more that have no table (nor one being
+        created): their codes become unknown, their players free. Oldest first; the cost is
+        the number of lobbies forgotten or placed since the last call."""
+        gone = []
+        while self._by_age:
+            lobby = self._by_age[0]
+            if lobby.table_id or self._lobbies.get(lobby.code) is not lobby:
+                self._by_age.popleft()  # placed (or forgotten) meanwhile
+                continue
+            if now_ms - lobby.created_ms < self.ttl_ms or lobby.placing:
+                break
+            self._by_age.popleft()
+            del self._lobbies[lobby.code]
+            if self._open_by_creator.get(lobby.creator) == lobby.code:
+                del self._open_by_creator[lobby.creator]
+            for player in lobby.players:
+                if self.roster.where(player) == Spot("lobby", lobby.code):
+                    self.roster.free(player)
+            gone.append(lobby)
+        return gone

@@ -5,10 +5,18 @@ about every second (seconds waited, the skill window searched now), then the Ass
 background task matches the queue every tick (`queue.MatchQueue.match`) and creates each table
 on the least-loaded shard (`placement`). Competitive tables are always single matches.
 
-Friendly (M13.1, M13.2): CreateFriendlyTable returns a 6-character invite code; everyone who
-wants to sit, the creator included, opens JoinFriendlyTable with it. The first three joiners
-sit, in join order; the table (single or long, competitive=false) is created at the next tick
-and each of them gets the Assignment. A joiner whose stream ends before that gives up the seat.
+Friendly (M13.1, M13.2): CreateFriendlyTable returns a 10-character invite code (`codes.py`);
+everyone who wants to sit, the creator included, opens JoinFriendlyTable with it. The first
+three joiners sit, in join order; the table (single or long, competitive=false) is created at
+the next tick and each of them gets the Assignment. A joiner whose stream ends before that
+gives up the seat; a player's newer join stream replaces an older one (`ticket/replaced`). A
+player has one open lobby at a time, and a lobby with no table after its time to live
+(MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S) is gone: its waiters end with NOT_FOUND
+`friendly/expired`, its code is unknown from then on.
+
+Abuse (docs/security.md, "The agorà"): every call is rate limited per player (`limits.py`,
+RESOURCE_EXHAUSTED `rate/limited`), join attempts with unknown codes much more, and logs name a
+code only by its reference (`codes.code_ref`).
 
 Seats are freed by scoring: `ResultsFollower` subscribes to SubscribeResults from offset 0 at
 start-up (which also rebuilds every rating from the whole log), frees the players of every
@@ -49,6 +57,7 @@ from machiavelox._gen.v1 import (
 )
 from machiavelox.gateway.auth import TokenVerifier, authenticate
 from machiavelox.platform.errors import (
+    ServiceError,
     failed_precondition,
     invalid_argument,
     not_found,
@@ -56,10 +65,14 @@ from machiavelox.platform.errors import (
     unavailable,
 )
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry
+from machiavelox.platform.tls import Connect
 
+from .codes import code_ref, new_code, normalize
+from .limits import DEFAULT_RATES, AgoraLimits, AgoraRates, Call, Limited
 from .metrics import COMPETITIVE, FRIENDLY, MatchmakingMetrics
 from .placement import NoShardError, Placed, TableRequest
 from .queue import (
+    LOBBY_TTL_MS,
     FriendlyLobbies,
     Lobby,
     MatchQueue,
@@ -74,17 +87,10 @@ from .ratings import Ratings
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = "machiavelox.v1.MatchmakingService"
-# Invite codes: no 0/O, 1/I/L, so a code read aloud or off a screen is typed right.
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-CODE_LENGTH = 6
 
 _KIND_FROM_PB = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
                  table_pb2.MATCH_KIND_LONG: rules.MatchKind.LONG}
 _KIND_TO_PB = {kind: pb for pb, kind in _KIND_FROM_PB.items()}
-
-
-def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
 
 
 def new_ticket_id() -> str:
@@ -118,6 +124,8 @@ Update = Waiting | Assigned
 class End(enum.Enum):
     CANCELLED = "cancelled"  # the ticket was cancelled: the stream ends normally
     STOPPING = "stopping"  # matchmaking is shutting down: the stream ends with UNAVAILABLE
+    EXPIRED = "expired"  # the lobby outlived its TTL: NOT_FOUND friendly/expired
+    REPLACED = "replaced"  # a newer join stream of the player: FAILED_PRECONDITION
 
 
 @dataclass(eq=False)
@@ -147,6 +155,8 @@ def refusals() -> Iterator[None]:
         raise not_found(err.reason, err.message) from None
     except Refused as err:
         raise failed_precondition(err.reason, err.message) from None
+    except Limited as err:
+        raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, err.reason, err.message) from None
     except WaitError as err:  # pragma: no cover - every WaitError is one of the above
         raise failed_precondition(err.reason, err.message) from None
 
@@ -159,7 +169,9 @@ class Agora:
                  make_code: Callable[[], str] = new_code,
                  shuffle: Callable[[list[str]], None] | None = None,
                  metrics: MatchmakingMetrics | None = None,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None,
+                 rates: AgoraRates = DEFAULT_RATES,
+                 lobby_ttl_s: float = LOBBY_TTL_MS / 1000) -> None:
         self.ratings = ratings
         self.metrics = metrics
         self.telemetry = telemetry
@@ -170,7 +182,8 @@ class Agora:
         self.shuffle = shuffle if shuffle is not None else random.SystemRandom().shuffle
         self.roster = Roster()
         self.queue = MatchQueue(self.roster, window, widen_per_s)
-        self.lobbies = FriendlyLobbies(self.roster, make_code)
+        self.lobbies = FriendlyLobbies(self.roster, make_code, round(lobby_ttl_s * 1000))
+        self.limits = AgoraLimits(rates)
         self._watches: dict[str, Watch] = {}
         self._lobby_watches: dict[str, set[Watch]] = {}
         self._stopping = False
@@ -189,6 +202,16 @@ class Agora:
     def _check_open(self) -> None:
         if self._stopping:
             raise unavailable("matchmaking/stopping", "matchmaking is shutting down")
+
+    def _admit(self, call: Call, player: str) -> None:
+        """The player's pace for this call: RESOURCE_EXHAUSTED `rate/limited` over it."""
+        with refusals():
+            try:
+                self.limits.admit(call, player, self.clock())
+            except Limited:
+                if self.metrics is not None:
+                    self.metrics.rate_limited(call)
+                raise
 
     def _close(self, watch: Watch) -> None:
         self._watches.pop(watch.ticket_id, None)
@@ -214,6 +237,14 @@ class Agora:
                 ended = "stopped"
                 raise unavailable("matchmaking/stopping",
                                   "matchmaking is shutting down; queue again")
+            if outcome is End.EXPIRED:
+                ended = "expired"
+                raise not_found("friendly/expired", "the friendly table was not filled in time; "
+                                                    "create a new one")
+            if outcome is End.REPLACED:
+                ended = "replaced"
+                raise failed_precondition("ticket/replaced",
+                                          "a newer JoinFriendlyTable stream took over")
             if isinstance(outcome, Placed):
                 ended = "assigned"
                 self._ticket_ended(watch, ended)
@@ -234,6 +265,7 @@ class Agora:
     # ------------------------------------------------------------------ competitive
     async def enqueue(self, player: str) -> AsyncGenerator[Update, None]:
         self._check_open()
+        self._admit("enqueue", player)
         now = self.clock()
         ticket = Ticket(self.new_id(), player, self.ratings.ordinal(player), now)
         with refusals():
@@ -253,6 +285,7 @@ class Agora:
 
     def cancel(self, player: str, ticket_id: str) -> bool:
         """Cancel a waiting ticket (queue or friendly seat); False if it is not waiting."""
+        self._admit("cancel", player)
         watch = self._watches.get(ticket_id)
         if watch is None:
             return False
@@ -273,19 +306,39 @@ class Agora:
 
     # ------------------------------------------------------------------ friendly
     def create_friendly(self, player: str, kind: rules.MatchKind) -> str:
-        lobby = self.lobbies.create(player, kind, self.clock())
-        log.info("friendly %s table created", kind.value, extra={"player": player,
-                                                                  "code": lobby.code})
+        """A new lobby's code, or the code of the player's open lobby of this kind."""
+        self._admit("create_friendly", player)
+        before = self.lobbies.open_lobby(player)
+        with refusals():
+            lobby = self.lobbies.create(player, kind, self.clock())
+        if lobby is not before:
+            log.info("friendly %s table created", kind.value,
+                     extra={"player": player, "code": code_ref(lobby.code)})
         return lobby.code
 
-    async def join_friendly(self, player: str, code: str) -> AsyncGenerator[Update, None]:
-        self._check_open()
-        code = code.strip().upper()
+    def _lobby(self, player: str, typed: str) -> Lobby:
+        """Take a seat by code (typed as the player typed it: what is not a code at all opens
+        no lobby either); a code that opens no lobby costs a failed attempt."""
         with refusals():
-            lobby = self.lobbies.join(code, player)
+            try:
+                return self.lobbies.join(normalize(typed) or "", player)
+            except UnknownCode:
+                self.limits.join_failed(player, self.clock())
+                if self.metrics is not None:
+                    self.metrics.unknown_code()
+                raise
+
+    async def join_friendly(self, player: str, typed: str) -> AsyncGenerator[Update, None]:
+        self._check_open()
+        self._admit("join_friendly", player)
+        lobby = self._lobby(player, typed)
+        code = lobby.code
+        for older in list(self._lobby_watches.get(code, ())):
+            if older.player == player:  # one stream per seat: the newest is the app's
+                older.finish(End.REPLACED)
         watch = self._open(player, "lobby", code, self.new_id(), self.clock())
         log.info("joined friendly table (%d/3)", len(lobby.players),
-                 extra={"player": player, "code": code, "ticket_id": watch.ticket_id})
+                 extra={"player": player, "code": code_ref(code), "ticket_id": watch.ticket_id})
         if lobby.table_id:  # a member coming back after the table was created
             watch.finish(Placed(lobby.table_id, lobby.table_id.partition(".")[0]))
         try:
@@ -296,11 +349,15 @@ class Agora:
             still_watching = any(w.player == player
                                  for w in self._lobby_watches.get(code, ()))
             if not still_watching and self.lobbies.leave(code, player):
-                log.info("left friendly table", extra={"player": player, "code": code})
+                log.info("left friendly table", extra={"player": player,
+                                                       "code": code_ref(code)})
 
     # ------------------------------------------------------------------ matching
     async def match_once(self) -> None:
-        """Match the queue, create the tables of the matched groups and full lobbies."""
+        """Forget expired lobbies, match the queue, create the tables of the matched groups and
+        full lobbies."""
+        for lobby in self.lobbies.expire(self.clock()):
+            self._lobby_expired(lobby)
         groups = self.queue.match(self.clock())
         lobbies = self.lobbies.ready()
         requests = []
@@ -367,14 +424,22 @@ class Agora:
                 self.metrics.placement_failed(FRIENDLY)
             self.lobbies.not_placed(lobby.code)
             log.warning("no shard for a friendly table (%s); retrying", result,
-                        extra={"code": lobby.code})
+                        extra={"code": code_ref(lobby.code)})
             return
         self.lobbies.placed(lobby.code, result.table_id)
         log.info("friendly table created", extra={"table_id": result.table_id,
                                                   "shard_id": result.shard_id,
-                                                  "code": lobby.code})
+                                                  "code": code_ref(lobby.code)})
         for watch in self._lobby_watches.get(lobby.code, ()):
             watch.finish(result)
+
+    def _lobby_expired(self, lobby: Lobby) -> None:
+        if self.metrics is not None:
+            self.metrics.lobby_expired()
+        log.info("friendly table expired with %d/3 players", len(lobby.players),
+                 extra={"player": lobby.creator, "code": code_ref(lobby.code)})
+        for watch in list(self._lobby_watches.get(lobby.code, ())):
+            watch.finish(End.EXPIRED)
 
     async def run(self, tick_s: float) -> None:
         """Match the queue every tick, until cancelled."""
@@ -413,16 +478,17 @@ class ResultsFollower:
     """Follows scoring's results log from offset 0, resuming after the last record applied."""
 
     def __init__(self, address: str, apply: Callable[[scoring_pb2.ReportResultRequest], None],
-                 retry_s: float = 1.0, interceptors: Sequence[Any] = ()) -> None:
+                 connect: Connect, retry_s: float = 1.0) -> None:
+        """`connect`: opens the channel to scoring, as matchmaking, with the client
+        interceptors (tracing): `InternalTls.connector`."""
         self.address = address
         self.apply = apply
+        self.connect = connect
         self.retry_s = retry_s
-        self.interceptors = list(interceptors)
         self.next_offset = 0
 
     async def run(self) -> None:
-        async with grpc.aio.insecure_channel(self.address,
-                                             interceptors=self.interceptors or None) as channel:
+        async with self.connect(self.address) as channel:
             stub = scoring_pb2_grpc.ScoringServiceStub(channel)
             while True:
                 try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from machiavelox.gateway.identity import IdentitySettings
 from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import (
     SettingsError,
@@ -14,29 +15,37 @@ from machiavelox.platform.settings import (
     env_log_level,
     env_map,
     env_port,
+    env_rate,
     env_str,
 )
+
+from .limits import DEFAULT_RATES, AgoraRates
+from .queue import LOBBY_TTL_MS
 
 
 @dataclass(frozen=True)
 class MatchmakingSettings:
     host: str  # MACHIAVELOX_MATCHMAKING_HOST
     port: int  # MACHIAVELOX_MATCHMAKING_PORT
-    token_key: bytes  # MACHIAVELOX_TOKEN_KEY (the gateway's key, a Secret), >= 16 bytes
+    # MACHIAVELOX_TOKEN_MODE, MACHIAVELOX_TOKEN_KEY (the gateway's, a Secret), MACHIAVELOX_OIDC_*:
+    # the tokens accepted, the same settings as the gateway's (gateway/identity.py)
+    identity: IdentitySettings
     shards: dict[str, str]  # MACHIAVELOX_MATCHMAKING_SHARDS: shard-0=host:port,...
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = no ratings, seats freed only by a restart)
     tick_ms: int  # MACHIAVELOX_MATCHMAKING_TICK_MS: how often the queue is matched
     window: float  # MACHIAVELOX_MATCHMAKING_WINDOW: initial skill window, ordinal points
     widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
+    lobby_ttl_s: float  # MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S: an unplaced friendly lobby's life
+    # MACHIAVELOX_MATCHMAKING_{ENQUEUE,CANCEL,CREATE_FRIENDLY,JOIN_FRIENDLY,JOIN_FAILED}_RATE
+    # (per second) and _BURST: each player's pace per call (limits.py, docs/security.md)
+    rates: AgoraRates
     grace_s: float  # MACHIAVELOX_GRACE_S
     log_level: str  # MACHIAVELOX_LOG_LEVEL
     observability: ObservabilitySettings  # OTEL_*, MACHIAVELOX_METRICS_PORT, _METRICS_HOST
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MatchmakingSettings:
-        key = env_str("TOKEN_KEY", "", env)
-        if len(key.encode()) < 16:
-            raise SettingsError("MACHIAVELOX_TOKEN_KEY must be set, at least 16 bytes")
+        identity = IdentitySettings.from_env(env)
         shards = env_map("MATCHMAKING_SHARDS", env)
         if not shards:
             raise SettingsError("MACHIAVELOX_MATCHMAKING_SHARDS must name at least one shard: "
@@ -53,15 +62,27 @@ class MatchmakingSettings:
                                 "negative")
         grace_s = env_grace_s(5.0, env)
         level = env_log_level("INFO", env)
+        lobby_ttl_s = env_float("MATCHMAKING_LOBBY_TTL_S", LOBBY_TTL_MS / 1000, env)
+        if lobby_ttl_s <= 0:
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S must be positive")
+        rates = AgoraRates(
+            enqueue=env_rate("MATCHMAKING_ENQUEUE", DEFAULT_RATES.enqueue, env),
+            cancel=env_rate("MATCHMAKING_CANCEL", DEFAULT_RATES.cancel, env),
+            create_friendly=env_rate("MATCHMAKING_CREATE_FRIENDLY",
+                                     DEFAULT_RATES.create_friendly, env),
+            join_friendly=env_rate("MATCHMAKING_JOIN_FRIENDLY", DEFAULT_RATES.join_friendly, env),
+            join_failed=env_rate("MATCHMAKING_JOIN_FAILED", DEFAULT_RATES.join_failed, env))
         return cls(
             host=env_str("MATCHMAKING_HOST", "127.0.0.1", env),
             port=port,
-            token_key=key.encode(),
+            identity=identity,
             shards=shards,
             scoring=env_str("SCORING_ADDRESS", "", env),
             tick_ms=env_int("MATCHMAKING_TICK_MS", 200, env, minimum=10),
             window=window,
             widen_per_s=widen,
+            lobby_ttl_s=lobby_ttl_s,
+            rates=rates,
             grace_s=grace_s,
             log_level=level,
             observability=ObservabilitySettings.from_env("matchmaking", env),

@@ -7,7 +7,8 @@ interceptors that trace and count every call, and the `/metrics` endpoint.
     await run_until_signalled(service, "gateway")    # starts /metrics; flushes spans at the end
 
 `Service` makes one itself when given none, so every service has `/metrics`, gRPC server
-metrics and server spans without asking.
+metrics and server spans without asking. `trust_incoming=False` (the public gateway): calls do
+not continue a caller's trace (see `TracingObserver`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Observability:
     def __init__(self, service: str, settings: ObservabilitySettings, *,
                  telemetry: Telemetry | None = None,
                  resource_attributes: Mapping[str, str] | None = None,
-                 untraced: Sequence[str] = UNTRACED_PREFIXES) -> None:
+                 untraced: Sequence[str] = UNTRACED_PREFIXES,
+                 trust_incoming: bool = True) -> None:
         self.service = service
         self.settings = settings
         self.registry = CollectorRegistry()
@@ -60,6 +62,7 @@ class Observability:
         self.grpc_metrics = GrpcServerMetrics(self.registry)
         self.metrics_server = MetricsServer(self.registry, settings.metrics)
         self._untraced = tuple(untraced)
+        self._trust_incoming = trust_incoming
         self._started = False
 
     @classmethod
@@ -80,8 +83,9 @@ class Observability:
     def server_interceptor(self) -> ObservingInterceptor:
         """Traces and counts every call in one wrapper (put it first: it sees the status the
         error interceptor gives)."""
-        return ObservingInterceptor([TracingObserver(self.telemetry, self._untraced),
-                                     self.grpc_metrics])
+        return ObservingInterceptor([
+            TracingObserver(self.telemetry, self._untraced, self._trust_incoming),
+            self.grpc_metrics])
 
     def client_interceptors(self) -> list[Any]:
         """For `grpc.aio.insecure_channel(address, interceptors=...)`: outgoing calls carry

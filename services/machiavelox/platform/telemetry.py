@@ -21,6 +21,13 @@ Configuration (read once at start-up; a bad value refuses to start, like every s
                                    (0.01, one action in a hundred) unless set
     OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, ...   the batch span processor's knobs
 
+Who decides a trace: internal services continue their caller's (`TracingObserver` with
+`trust_incoming`, the default); the public gateway starts a fresh trace for every call, sampled
+by its own sampler, and ignores an app's `traceparent`/`tracestate` unless the setting
+`MACHIAVELOX_GATEWAY_TRUST_TRACEPARENT` says to trust them (so no app can force sampling or
+join our traces). Values a client chose become span attributes only through `errors.shown`
+(cut to 64 characters).
+
 One action is one trace: the gateway starts its root span, and the trace context travels with
 the action inside the multiplexed gateway-shard stream as a `traceparent` string (one stream
 carries many actions, so per-call gRPC metadata cannot carry it). Ordinary calls carry it in
@@ -428,16 +435,26 @@ class RecentSpans:
 class TracingObserver:
     """A SERVER span per call, child of the trace context in the call's metadata, current
     while the servicer runs. Calls whose method starts with one of `skip` get no span (with
-    tracing off, none do) but still pass the incoming context on to the calls they make."""
+    tracing off, none do) but still pass the incoming context on to the calls they make.
 
-    def __init__(self, telemetry: Telemetry, skip: Sequence[str] = UNTRACED_PREFIXES) -> None:
+    `trust_incoming` False (the public edge): the metadata's trace context is ignored, every
+    call is the root of a new trace, sampled (or not) by this service's own sampler."""
+
+    def __init__(self, telemetry: Telemetry, skip: Sequence[str] = UNTRACED_PREFIXES,
+                 trust_incoming: bool = True) -> None:
         self.telemetry = telemetry
         self.skip = tuple(skip)
+        self.trust_incoming = trust_incoming
 
     def begin(self, method: RpcMethod, context: Any) -> End | None:
         if method.full.startswith(self.skip):
             return None
-        parent = extract_metadata(context.invocation_metadata())
+        if self.trust_incoming:
+            parent = extract_metadata(context.invocation_metadata())
+        elif self.telemetry.enabled:
+            parent = Context()  # a new trace, whatever the caller sent
+        else:
+            return None
         if not self.telemetry.enabled:
             if not trace.get_current_span(parent).get_span_context().is_valid:
                 return None
@@ -486,8 +503,9 @@ def _reason(context: Any) -> str:
 class TracingInterceptor(ObservingInterceptor):
     """The server interceptor for tracing alone (`Observability` combines it with metrics)."""
 
-    def __init__(self, telemetry: Telemetry, skip: Sequence[str] = UNTRACED_PREFIXES) -> None:
-        super().__init__([TracingObserver(telemetry, skip)])
+    def __init__(self, telemetry: Telemetry, skip: Sequence[str] = UNTRACED_PREFIXES,
+                 trust_incoming: bool = True) -> None:
+        super().__init__([TracingObserver(telemetry, skip, trust_incoming)])
 
 
 # ---------------------------------------------------------------------------------- client

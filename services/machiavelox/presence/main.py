@@ -1,22 +1,15 @@
-"""`machiavelox presence`: run one presence replica until SIGTERM.
-
-Settings come from the environment (see `settings.py`): MACHIAVELOX_PRESENCE_HOST, _PORT,
-_REDIS_URL, _SILENCE_MS, _KEY_PREFIX, MACHIAVELOX_GRACE_S, MACHIAVELOX_LOG_LEVEL,
-MACHIAVELOX_METRICS_PORT, _METRICS_HOST and the OTEL_* variables (platform/telemetry.py).
-Exit codes: 0 stopped cleanly, 1 could not start (port, Redis), 2 bad settings.
+"""`machiavelox presence`: run one presence replica until SIGTERM: who is connected and
+when each player last gave a sign of life (in memory, or in Redis shared by the replicas).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
-import sys
 
-from machiavelox.platform import logs
+from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
-from machiavelox.platform.settings import SettingsError
 
 from .service import SERVICE_NAME, PresenceServicer, register
 from .settings import PresenceSettings
@@ -71,19 +64,5 @@ async def serve(settings: PresenceSettings, clock: Clock = wall_clock_ms) -> Non
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="machiavelox presence", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.parse_args(argv)
-    try:
-        settings = PresenceSettings.from_env()
-    except SettingsError as exc:
-        print(f"machiavelox presence: {exc}", file=sys.stderr)
-        return 2
-    logs.configure("presence", settings.log_level)
-    try:
-        asyncio.run(serve(settings))
-    except (OSError, StoreUnavailableError) as exc:
-        log.error("presence cannot start: %s", exc)
-        return 1
-    return 0
+    return run_service("presence", __doc__, PresenceSettings.from_env, serve, argv,
+                       cannot_start=(StoreUnavailableError,))

@@ -35,15 +35,17 @@ _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 @dataclass(frozen=True)
 class PresenceSettings:
-    """Where to listen, which store, and the silence threshold (env names in `from_env`)."""
+    """Where to listen, which store, and the silence threshold."""
 
-    host: str = "127.0.0.1"
-    port: int = 7400
-    grace_s: float = 5.0
-    log_level: str = "INFO"
-    redis_url: str = ""  # "" = in memory (one replica only); redis://host:port/db = shared
-    silence_ms: int = 5000
-    key_prefix: str = "mxv:"
+    host: str = "127.0.0.1"  # MACHIAVELOX_PRESENCE_HOST
+    port: int = 7400  # MACHIAVELOX_PRESENCE_PORT
+    grace_s: float = 5.0  # MACHIAVELOX_GRACE_S
+    log_level: str = "INFO"  # MACHIAVELOX_LOG_LEVEL
+    # MACHIAVELOX_PRESENCE_REDIS_URL: "" = in memory (one replica only); redis://host:port/db =
+    # shared by every replica
+    redis_url: str = ""
+    silence_ms: int = 5000  # MACHIAVELOX_PRESENCE_SILENCE_MS: a player silent this long is silent
+    key_prefix: str = "mxv:"  # MACHIAVELOX_PRESENCE_KEY_PREFIX: of every Redis key
     # OTEL_* (platform/telemetry.py), MACHIAVELOX_METRICS_PORT and _HOST (platform/metrics.py)
     observability: ObservabilitySettings = field(
         default_factory=lambda: ObservabilitySettings.from_env("presence", {}))

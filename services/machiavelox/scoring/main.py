@@ -1,18 +1,16 @@
-"""`machiavelox scoring`: run the scoring service until SIGTERM or SIGINT."""
+"""`machiavelox scoring`: run the scoring service until SIGTERM or SIGINT: every smazzata's
+result (SQLite or PostgreSQL), the leaderboard, long-match standings, the results log."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import logging
 
 import grpc
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
-from machiavelox.platform.logs import configure
+from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
-from machiavelox.platform.settings import SettingsError
 
 from .service import SERVICE_NAME, ScoringServicer
 from .settings import ScoringSettings
@@ -37,25 +35,10 @@ async def serve(settings: ScoringSettings) -> None:
         await store.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="machiavelox scoring",
-        description="Run the scoring service (settings come from MACHIAVELOX_* variables).")
-    parser.parse_args(argv)
-    try:
-        settings = ScoringSettings.from_env()
-    except SettingsError as exc:
-        configure("scoring")
-        log.critical("bad settings: %s", exc)
-        return 2
-    configure("scoring", settings.log_level)
+def main(argv: list[str]) -> int:
+    return run_service("scoring", __doc__, ScoringSettings.from_env, serve, argv,
+                       prepare=_starting, cannot_start=(StoreUnavailableError,))
+
+
+def _starting(settings: ScoringSettings) -> None:
     log.info("scoring starting on %s", settings.backend)
-    try:
-        asyncio.run(serve(settings))
-    except StoreUnavailableError as exc:
-        log.critical("%s", exc)
-        return 1
-    except OSError as exc:  # a port taken (gRPC or /metrics)
-        log.critical("scoring cannot start: %s", exc)
-        return 1
-    return 0

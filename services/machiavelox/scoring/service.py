@@ -27,7 +27,7 @@ from typing import Any, TypeAlias
 import grpc
 
 from machiavelox._gen.v1 import common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
-from machiavelox.platform.errors import invalid_argument, not_found, unavailable
+from machiavelox.platform.errors import invalid_argument, not_found, shown, unavailable
 
 from .store import Result, ResultStore, StoredResult, StoreUnavailableError
 
@@ -83,7 +83,7 @@ class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
             standings = await self._store.standings(request.table_id)
         if standings is None:
             raise not_found("standings/unknown-table",
-                            f"no long match has results at table {request.table_id!r}")
+                            f"no long match has results at table {shown(request.table_id)!r}")
         return scoring_pb2.GetStandingsResponse(
             totals=standings.totals, player_ids=standings.player_ids,
             smazzate=standings.smazzate)
@@ -124,7 +124,7 @@ def _problem(request: scoring_pb2.ReportResultRequest) -> str | None:
         return "a long match is never competitive (M13)"
     players = list(request.player_ids)
     if len(players) != 3 or not all(players) or len(set(players)) != 3:
-        return f"three distinct player ids are required, not {players!r}"
+        return f"three distinct player ids are required, not {shown(players, 200)}"
     if not request.HasField("result"):
         return "result is required"
     if len(request.result.scores) != 3:

@@ -1,4 +1,5 @@
-"""`machiavelox table`: run one table-authority shard."""
+"""`machiavelox table`: run one table-authority shard (the tables placed on it) until SIGTERM;
+then it drains: no new table, its tables play on for MACHIAVELOX_TABLE_DRAIN_S."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import time
 import grpc
 
 from machiavelox._gen.v1 import table_pb2_grpc
-from machiavelox.platform import logs
+from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.telemetry import UNTRACED_PREFIXES
+from machiavelox.platform.tls import InternalTls
 
 from .metrics import ShardMetrics
 from .observe import ShardObserver
@@ -36,20 +38,21 @@ async def serve(settings: TableSettings) -> None:
                         resource_attributes={"service.instance.id": settings.shard_id},
                         untraced=(*UNTRACED_PREFIXES, STREAMS))
     metrics = ShardMetrics(obs.registry, settings.shard_id)
-    reporter = ScoringReporter(settings.scoring, settings.shard_id)
+    tls = InternalTls.from_env("table")  # served to gateways, matchmaking; calls out as table
+    reporter = ScoringReporter(settings.scoring, settings.shard_id, tls.connector("scoring"))
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
                   settings.time_scale, ShardObserver(metrics, obs.telemetry),
-                  settings.deal_seed)
+                  settings.deal_seed, settings.action_rate)
     metrics.track_load(lambda: shard.tables_in_play, lambda: shard.players, shard.capacity)
     servicer = TableAuthority(shard, settings.batch_window_s)
-    watcher = PresenceWatcher(settings.presence, shard)
+    watcher = PresenceWatcher(settings.presence, shard, tls.connector("presence"))
 
     def register(server: grpc.aio.Server) -> None:
         table_pb2_grpc.add_TableAuthorityServiceServicer_to_server(servicer, server)
 
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                       ["machiavelox.v1.TableAuthorityService"], register, name="table",
-                      observability=obs)
+                      observability=obs, tls=tls)
     timers = asyncio.create_task(shard.run_timers())
     watcher.start()
 
@@ -95,8 +98,5 @@ def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    settings = TableSettings.from_env()
-    logs.configure("table", settings.log_level)
-    tune_gc()
-    asyncio.run(serve(settings))
-    return 0
+    return run_service("table", __doc__, TableSettings.from_env, serve, argv,
+                       prepare=lambda settings: tune_gc())

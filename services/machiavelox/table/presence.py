@@ -15,6 +15,7 @@ import logging
 import grpc
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+from machiavelox.platform.tls import Connect
 
 from .shard import Shard
 
@@ -22,9 +23,12 @@ log = logging.getLogger(__name__)
 
 
 class PresenceWatcher:
-    def __init__(self, address: str, shard: Shard, retry_s: float = 1.0) -> None:
+    def __init__(self, address: str, shard: Shard, connect: Connect,
+                 retry_s: float = 1.0) -> None:
+        """`connect`: opens the channel to presence, as this shard (`InternalTls.connector`)."""
         self.address = address
         self.shard = shard
+        self.connect = connect
         self.retry_s = retry_s
         self._task: asyncio.Task[None] | None = None
 
@@ -43,7 +47,7 @@ class PresenceWatcher:
                 for p in host.players}
 
     async def _run(self) -> None:
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        async with self.connect(self.address) as channel:
             stub = presence_pb2_grpc.PresenceServiceStub(channel)
             while True:
                 players = self._players()

@@ -13,6 +13,7 @@ import grpc
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc, table_pb2
+from machiavelox.platform.tls import Connect
 
 from .host import TableHost
 
@@ -23,11 +24,13 @@ _KIND = {rules.MatchKind.SINGLE: table_pb2.MATCH_KIND_SINGLE,
 
 
 class ScoringReporter:
-    def __init__(self, address: str, shard_id: str, retry_s: float = 1.0) -> None:
+    def __init__(self, address: str, shard_id: str, connect: Connect,
+                 retry_s: float = 1.0) -> None:
+        """`connect`: opens the channel to scoring, as this shard (`InternalTls.connector`)."""
         self.address = address
         self.shard_id = shard_id
         self.retry_s = retry_s
-        self._channel = grpc.aio.insecure_channel(address) if address else None
+        self._channel = connect(address) if address else None
         self._stub = (scoring_pb2_grpc.ScoringServiceStub(self._channel)
                       if self._channel is not None else None)
 

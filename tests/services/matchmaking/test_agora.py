@@ -1,5 +1,5 @@
 """The agorà's use cases in process: a fake placer, a fake clock, and a fake scoring server for
-the results follower."""
+the results follower; the abuse defences (limits, one lobby, lobby TTL) with the fake clock."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from typing import Any
 
 import grpc
 import pytest
+from prometheus_client import CollectorRegistry
 
 from machiavelox._gen.v1 import common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
+from machiavelox.matchmaking.limits import AgoraRates
+from machiavelox.matchmaking.metrics import MatchmakingMetrics
 from machiavelox.matchmaking.placement import NoShardError, Placed, TableRequest
 from machiavelox.matchmaking.ratings import Ratings
 from machiavelox.matchmaking.service import Agora, Assigned, ResultsFollower, Update, Waiting
 from machiavelox.platform.errors import ServiceError
+from machiavelox.platform.ratelimit import Rate
+from machiavelox.platform.tls import InternalTls
 from machiavelox.rules import MatchKind
 
 
@@ -214,7 +219,7 @@ async def test_the_follower_resumes_after_the_last_applied_record() -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     follower = ResultsFollower(f"127.0.0.1:{port}", lambda r: applied.append(r.table_id),
-                               retry_s=0.01)
+                               InternalTls.off().connector("scoring"), retry_s=0.01)
     task = asyncio.create_task(follower.run())
     try:
         for _ in range(200):
@@ -228,3 +233,139 @@ async def test_the_follower_resumes_after_the_last_applied_record() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         await server.stop(0)
+
+
+# ---------------------------------------------------------------------------------- abuse
+RATES = AgoraRates(enqueue=Rate(1.0, 2), cancel=Rate(1.0, 2), create_friendly=Rate(1.0, 3),
+                   join_friendly=Rate(1.0, 6), join_failed=Rate(0.1, 2))
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def strict(placer: FakePlacer, clock: Clock, registry: CollectorRegistry) -> Agora:
+    """An agorà with small limits, a 60 s lobby TTL and metrics."""
+    return Agora(Ratings(), placer, clock, 5.0, 1.0, update_s=0.05, shuffle=lambda seats: None,
+                 metrics=MatchmakingMetrics(registry), rates=RATES, lobby_ttl_s=60)
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    got = registry.get_sample_value(name, labels)
+    return 0.0 if got is None else got
+
+
+async def test_enqueue_and_cancel_are_paced_per_player(
+        strict: Agora, clock: Clock, registry: CollectorRegistry) -> None:
+    for _ in range(2):  # the burst: queue, leave, queue, leave
+        stream = strict.enqueue("ann")
+        ticket = await step(stream)
+        assert strict.cancel("ann", ticket.ticket_id)
+        await stream.aclose()
+    with pytest.raises(ServiceError) as err:
+        await step(strict.enqueue("ann"))
+    assert (err.value.status, err.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                    "rate/limited")
+    assert len(strict.queue) == 0 and strict.roster.where("ann") is None  # nothing changed
+    with pytest.raises(ServiceError) as err:
+        strict.cancel("ann", "any")
+    assert err.value.reason == "rate/limited"
+    other = strict.enqueue("bob")  # another player is not slowed down
+    assert isinstance(await step(other), Waiting)
+    await other.aclose()
+    clock.now += 1_000
+    again = strict.enqueue("ann")
+    assert isinstance(await step(again), Waiting)
+    await again.aclose()
+    assert value(registry, "machiavelox_matchmaking_rate_limited_total", call="enqueue") == 1
+    assert value(registry, "machiavelox_matchmaking_rate_limited_total", call="cancel") == 1
+
+
+async def test_a_player_creating_lobbies_in_a_loop_gets_one(
+        strict: Agora, registry: CollectorRegistry) -> None:
+    codes = {strict.create_friendly("ann", MatchKind.SINGLE) for _ in range(3)}
+    assert len(codes) == 1 and len(strict.lobbies) == 1
+    with pytest.raises(ServiceError) as err:
+        strict.create_friendly("ann", MatchKind.SINGLE)
+    assert err.value.reason == "rate/limited"
+    assert value(registry, "machiavelox_matchmaking_rate_limited_total",
+                 call="create_friendly") == 1
+    with pytest.raises(ServiceError) as err:
+        strict.create_friendly("bob", MatchKind.LONG)
+        strict.create_friendly("bob", MatchKind.SINGLE)
+    assert (err.value.status, err.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                    "lobby/open")
+    assert len(strict.lobbies) == 2
+
+
+async def test_a_lobby_past_its_ttl_ends_its_waiters_and_its_code_is_gone(
+        strict: Agora, clock: Clock, placer: FakePlacer, registry: CollectorRegistry) -> None:
+    code = strict.create_friendly("ann", MatchKind.SINGLE)
+    streams = [strict.join_friendly(name, code) for name in ("ann", "bob")]
+    for s in streams:
+        assert isinstance(await step(s), Waiting)
+    clock.now += 59_999
+    await strict.match_once()
+    assert strict.lobbies.get(code) is not None
+    clock.now += 1
+    await strict.match_once()
+    for s in streams:
+        with pytest.raises(ServiceError) as err:
+            await until_assigned(s)
+        assert (err.value.status, err.value.reason) == (grpc.StatusCode.NOT_FOUND,
+                                                        "friendly/expired")
+    assert strict.lobbies.get(code) is None and placer.requests == []
+    assert strict.roster.where("ann") is None and strict.roster.where("bob") is None
+    with pytest.raises(ServiceError) as err:
+        await step(strict.join_friendly("cy", code))
+    assert (err.value.status, err.value.reason) == (grpc.StatusCode.NOT_FOUND,
+                                                    "friendly/unknown-code")
+    assert strict.create_friendly("ann", MatchKind.SINGLE) != code  # free to create again
+    assert value(registry, "machiavelox_matchmaking_lobbies_expired_total") == 1
+    assert value(registry, "machiavelox_matchmaking_tickets_total", queue="friendly",
+                 outcome="expired") == 2
+
+
+async def test_guessing_codes_is_throttled_before_any_code_is_looked_up(
+        strict: Agora, clock: Clock, registry: CollectorRegistry) -> None:
+    code = strict.create_friendly("ann", MatchKind.SINGLE)
+    for guess in ("AAAAAAAAAA", "not a code"):  # the failed-join burst: two
+        with pytest.raises(ServiceError) as err:
+            await step(strict.join_friendly("eve", guess))
+        assert err.value.reason == "friendly/unknown-code"
+    with pytest.raises(ServiceError) as err:  # the right code now: refused all the same
+        await step(strict.join_friendly("eve", code))
+    assert (err.value.status, err.value.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                    "rate/limited")
+    assert strict.lobbies.get(code).players == []  # type: ignore[union-attr]
+    clock.now += 10_000  # one failed attempt refilled
+    joined = strict.join_friendly("eve", code.lower())
+    assert isinstance(await step(joined), Waiting)
+    assert strict.lobbies.get(code).players == ["eve"]  # type: ignore[union-attr]
+    await joined.aclose()
+    assert value(registry, "machiavelox_matchmaking_unknown_codes_total") == 2
+    assert value(registry, "machiavelox_matchmaking_rate_limited_total",
+                 call="join_friendly") == 1
+
+
+async def test_a_newer_join_stream_replaces_the_older_one_and_keeps_the_seat(
+        strict: Agora, placer: FakePlacer) -> None:
+    code = strict.create_friendly("ann", MatchKind.SINGLE)
+    first = strict.join_friendly("ann", code)
+    assert isinstance(await step(first), Waiting)
+    second = strict.join_friendly("ann", code)
+    assert isinstance(await step(second), Waiting)
+    with pytest.raises(ServiceError) as err:
+        await until_assigned(first)
+    assert (err.value.status, err.value.reason) == (grpc.StatusCode.FAILED_PRECONDITION,
+                                                    "ticket/replaced")
+    lobby = strict.lobbies.get(code)
+    assert lobby is not None and lobby.players == ["ann"]
+    assert len(strict._lobby_watches[code]) == 1
+    others = [strict.join_friendly(name, code) for name in ("bob", "cy")]
+    for s in others:
+        assert isinstance(await step(s), Waiting)
+    await strict.match_once()
+    assert (await until_assigned(second)).players == ("ann", "bob", "cy")

@@ -20,7 +20,7 @@ from machiavelox._gen.v1 import (
     table_pb2_grpc,
 )
 from machiavelox.gateway.auth import HmacTokens
-from machiavelox.local.processes import Proc, free_port, start
+from machiavelox.local.processes import Proc, aio_channel, free_port, start
 from machiavelox.platform.errors import REASON_KEY
 from tests.support.client import PlayClient, login
 
@@ -51,6 +51,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             procs.append(shards[sid])
         shard_map = ",".join(f"{sid}=127.0.0.1:{port}" for sid, port in ports.items())
         gateway = start("gateway", "gateway", {"MACHIAVELOX_TOKEN_KEY": KEY,
+                                               "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
                                                "MACHIAVELOX_GATEWAY_SHARDS": shard_map,
                                                "MACHIAVELOX_PRESENCE_ADDRESS": "",
                                                "MACHIAVELOX_GRACE_S": "1"}, tmp_path)
@@ -79,7 +80,7 @@ def reason(err: grpc.aio.AioRpcError) -> str | None:
 
 
 async def tokens(cluster: Cluster, *names: str) -> dict[str, str]:
-    async with grpc.aio.insecure_channel(cluster.gateway.address) as ch:
+    async with aio_channel(cluster.gateway, "gateway") as ch:
         return {name: await login(ch, name) for name in names}
 
 
@@ -110,7 +111,7 @@ async def refusal(call: Any) -> grpc.aio.AioRpcError:
 async def loads(cluster: Cluster) -> dict[str, table_pb2.GetLoadResponse]:
     out = {}
     for sid, proc in cluster.shards.items():
-        async with grpc.aio.insecure_channel(proc.address) as ch:
+        async with aio_channel(proc, "matchmaking") as ch:
             out[sid] = await table_pb2_grpc.TableAuthorityServiceStub(ch).GetLoad(
                 table_pb2.GetLoadRequest(), timeout=5)
     return out
@@ -131,7 +132,7 @@ async def match_three(stub: matchmaking_pb2_grpc.MatchmakingServiceStub,
 # ---------------------------------------------------------------------------------- tests
 async def test_three_players_queue_and_are_seated_at_one_new_table(cluster: Cluster) -> None:
     toks = await tokens(cluster, "ann", "bob", "cy")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         calls = {name: stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(t))
                  for name, t in toks.items()}
@@ -168,7 +169,7 @@ async def test_three_players_queue_and_are_seated_at_one_new_table(cluster: Clus
         assert reason(err) == "ticket/seated" and a.table_id in (err.details() or "")
 
     # The id routes through the gateway to the right shard: the player gets the table.
-    async with grpc.aio.insecure_channel(cluster.gateway.address) as gw:
+    async with aio_channel(cluster.gateway, "gateway") as gw:
         client = PlayClient(gw, toks["cy"])
         client.open(a.table_id)
         snap = await client.next(STEP_S)
@@ -178,14 +179,14 @@ async def test_three_players_queue_and_are_seated_at_one_new_table(cluster: Clus
 
 
 async def test_the_least_loaded_non_draining_shard_gets_the_table(cluster: Cluster) -> None:
-    async with grpc.aio.insecure_channel(cluster.shards["shard-0"].address) as ch:
+    async with aio_channel(cluster.shards["shard-0"], "matchmaking") as ch:
         shard0 = table_pb2_grpc.TableAuthorityServiceStub(ch)
         for i in range(3):
             await shard0.CreateTable(table_pb2.CreateTableRequest(
                 table_id=f"shard-0.busy{i}", player_ids=[f"x{i}", f"y{i}", f"z{i}"],
                 kind=table_pb2.MATCH_KIND_SINGLE, competitive=True), timeout=5)
     toks = await tokens(cluster, "p1", "p2", "p3", "q1", "q2", "q3")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         first = await match_three(stub, {k: v for k, v in toks.items() if k.startswith("p")})
         assert {a.shard_id for a in first} == {"shard-1"}
@@ -194,7 +195,7 @@ async def test_the_least_loaded_non_draining_shard_gets_the_table(cluster: Clust
         assert (load["shard-0"].tables, load["shard-1"].tables) == (3, 1)
 
         # A draining shard gets no new table, even the least loaded one.
-        async with grpc.aio.insecure_channel(cluster.shards["shard-1"].address) as sch:
+        async with aio_channel(cluster.shards["shard-1"], "controller") as sch:
             await table_pb2_grpc.TableAuthorityServiceStub(sch).SetDraining(
                 table_pb2.SetDrainingRequest(draining=True), timeout=5)
         second = await match_three(stub, {k: v for k, v in toks.items() if k.startswith("q")})
@@ -207,7 +208,7 @@ async def test_the_least_loaded_non_draining_shard_gets_the_table(cluster: Clust
 async def test_a_second_ticket_is_refused_and_a_dropped_stream_frees_the_player(
         cluster: Cluster) -> None:
     toks = await tokens(cluster, "dup")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         first = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["dup"]))
         assert (await next_update(first)).WhichOneof("kind") == "waiting"
@@ -236,7 +237,7 @@ async def test_a_second_ticket_is_refused_and_a_dropped_stream_frees_the_player(
 async def test_waiting_updates_come_every_second_with_a_widening_window(
         cluster: Cluster) -> None:
     toks = await tokens(cluster, "alone")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["alone"]))
         loop = asyncio.get_running_loop()
@@ -254,7 +255,7 @@ async def test_waiting_updates_come_every_second_with_a_widening_window(
 
 async def test_cancel_ticket_removes_a_waiting_ticket(cluster: Cluster) -> None:
     toks = await tokens(cluster, "eve", "mallory")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["eve"]))
         ticket_id = (await next_update(call)).ticket_id
@@ -287,7 +288,7 @@ async def test_calls_without_a_valid_token_are_unauthenticated(cluster: Cluster)
     cases = [((), "auth/missing"), (bearer("nonsense"), "auth/bad-token"),
              (bearer(forged), "auth/bad-token"), ((("authorization", "Basic abc"),),
                                                    "auth/missing")]
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         for metadata, why in cases:
             err = await refusal(stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
@@ -307,7 +308,7 @@ async def test_calls_without_a_valid_token_are_unauthenticated(cluster: Cluster)
 
 async def test_a_friendly_long_table_by_invite_code(cluster: Cluster) -> None:
     toks = await tokens(cluster, "host", "guest1", "guest2", "late")
-    async with grpc.aio.insecure_channel(cluster.matchmaking.address) as ch:
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         with pytest.raises(grpc.aio.AioRpcError) as bad:
             await stub.CreateFriendlyTable(matchmaking_pb2.CreateFriendlyTableRequest(),
@@ -318,13 +319,14 @@ async def test_a_friendly_long_table_by_invite_code(cluster: Cluster) -> None:
         created = await stub.CreateFriendlyTable(matchmaking_pb2.CreateFriendlyTableRequest(
             kind=table_pb2.MATCH_KIND_LONG), metadata=bearer(toks["host"]), timeout=5)
         code = created.invite_code
-        assert len(code) == 6 and set(code) <= set("ABCDEFGHJKMNPQRSTUVWXYZ23456789")
+        assert len(code) == 10 and set(code) <= set("ABCDEFGHJKMNPQRSTUVWXYZ23456789")
 
         unknown = await refusal(stub.JoinFriendlyTable(
-            matchmaking_pb2.JoinFriendlyTableRequest(invite_code="ZZZZZZ" if code != "ZZZZZZ"
-                                                     else "YYYYYY"),
+            matchmaking_pb2.JoinFriendlyTableRequest(invite_code=("ZZZZZ" if code[0] != "Z"
+                                                                  else "YYYYY") + code[5:]),
             metadata=bearer(toks["late"])))
         assert unknown.code() == grpc.StatusCode.NOT_FOUND
+        assert reason(unknown) == "friendly/unknown-code"
 
         calls = {}
         for name in ("host", "guest1"):

@@ -14,6 +14,7 @@ from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import free_port
 from machiavelox.matchmaking.placement import NoShardError, Placement, TableRequest
 from machiavelox.platform.errors import ErrorInterceptor, failed_precondition
+from machiavelox.platform.tls import InternalTls
 
 
 class FakeShard(table_pb2_grpc.TableAuthorityServiceServicer):
@@ -46,7 +47,8 @@ class Fakes:
     addresses: dict[str, str]
 
     def placement(self, **extra: str) -> Placement:
-        return Placement({**self.addresses, **extra}, new_suffix=lambda: "abc", timeout_s=1.0)
+        return Placement({**self.addresses, **extra}, InternalTls.off().connector("table"),
+                         new_suffix=lambda: "abc", timeout_s=1.0)  # in-process fakes: plaintext
 
 
 @pytest.fixture

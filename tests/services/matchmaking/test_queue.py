@@ -11,6 +11,7 @@ from machiavelox.matchmaking.queue import (
     MatchQueue,
     Refused,
     Roster,
+    Spot,
     Ticket,
     UnknownCode,
 )
@@ -153,7 +154,7 @@ def codes() -> FriendlyLobbies:
 def test_friendly_lobbies_seat_the_first_three_joiners() -> None:
     lobbies = codes()
     first = lobbies.create("ann", MatchKind.LONG, 0)
-    second = lobbies.create("ann", MatchKind.SINGLE, 0)
+    second = lobbies.create("eve", MatchKind.SINGLE, 0)
     assert (first.code, second.code) == ("CODE01", "CODE02")  # a taken code is drawn again
     for name in ("ann", "bob", "ann", "cy"):  # joining twice is idempotent
         lobbies.join("CODE01", name)
@@ -161,8 +162,9 @@ def test_friendly_lobbies_seat_the_first_three_joiners() -> None:
     with pytest.raises(Refused) as err:
         lobbies.join("CODE01", "dan")
     assert err.value.reason == "friendly/full"
-    with pytest.raises(UnknownCode):
+    with pytest.raises(UnknownCode) as unknown:
         lobbies.join("NOPE00", "dan")
+    assert "NOPE00" not in unknown.value.message  # codes are never echoed
     with pytest.raises(Refused) as err:
         lobbies.join("CODE02", "bob")  # already waiting at another table
     assert err.value.reason == "ticket/duplicate"
@@ -184,3 +186,65 @@ def test_a_joiner_who_leaves_frees_the_seat() -> None:
     lobbies.join(lobby.code, "cy")
     lobbies.join(lobby.code, "dan")
     assert lobby.full
+
+
+def test_a_player_has_one_open_lobby_until_it_is_placed() -> None:
+    lobbies = FriendlyLobbies(Roster(), iter(f"CODE{i:02}" for i in range(10)).__next__)
+    first = lobbies.create("ann", MatchKind.LONG, 0)
+    for at_ms in (1, 2, 3):  # a retried call: the same lobby, its age unchanged
+        assert lobbies.create("ann", MatchKind.LONG, at_ms) is first
+    assert first.created_ms == 0 and len(lobbies) == 1
+    with pytest.raises(Refused) as err:
+        lobbies.create("ann", MatchKind.SINGLE, 4)
+    assert err.value.reason == "lobby/open" and first.code not in err.value.message
+    assert lobbies.create("bob", MatchKind.SINGLE, 5).code == "CODE01"  # others may create
+    for name in ("bob", "cy", "dan"):
+        lobbies.join(first.code, name)
+    assert lobbies.ready() == [first]
+    with pytest.raises(Refused):  # being placed is not placed yet
+        lobbies.create("ann", MatchKind.SINGLE, 6)
+    lobbies.placed(first.code, "shard-0.t1")
+    assert lobbies.open_lobby("ann") is None
+    assert lobbies.create("ann", MatchKind.SINGLE, 7).code == "CODE02"
+
+
+def test_a_lobby_without_a_table_is_forgotten_at_its_ttl() -> None:
+    roster = Roster()
+    lobbies = FriendlyLobbies(roster, iter(f"CODE{i:02}" for i in range(10)).__next__,
+                              ttl_ms=60_000)
+    old = lobbies.create("ann", MatchKind.SINGLE, 0)
+    lobbies.join(old.code, "ann")
+    lobbies.join(old.code, "bob")
+    placed = lobbies.create("dan", MatchKind.LONG, 10_000)
+    for name in ("dan", "eve", "fay"):
+        lobbies.join(placed.code, name)
+    assert lobbies.ready() == [placed]
+    lobbies.placed(placed.code, "shard-0.t1")
+    young = lobbies.create("cy", MatchKind.SINGLE, 30_000)
+
+    assert lobbies.expire(59_999) == []
+    assert lobbies.expire(60_000) == [old]
+    assert lobbies.get(old.code) is None and len(lobbies) == 2
+    with pytest.raises(UnknownCode):
+        lobbies.join(old.code, "gil")
+    assert roster.where("ann") is None and roster.where("bob") is None  # free again
+    assert lobbies.open_lobby("ann") is None
+    assert lobbies.create("ann", MatchKind.LONG, 60_001).code == "CODE03"
+    # the placed lobby lives on until its match ends; the young one until its own TTL
+    assert lobbies.expire(89_999) == []
+    assert lobbies.expire(90_000) == [young]
+    assert lobbies.get(placed.code) is placed and roster.where("eve") == Spot("table",
+                                                                             "shard-0.t1")
+
+
+def test_a_full_lobby_waiting_for_a_shard_expires_but_not_while_being_placed() -> None:
+    roster = Roster()
+    lobbies = FriendlyLobbies(roster, iter(["CODE00"]).__next__, ttl_ms=1_000)
+    lobby = lobbies.create("ann", MatchKind.SINGLE, 0)
+    for name in ("ann", "bob", "cy"):
+        lobbies.join(lobby.code, name)
+    assert lobbies.ready() == [lobby]
+    assert lobbies.expire(5_000) == []  # a table is being created for it right now
+    lobbies.not_placed(lobby.code)  # no shard took it
+    assert lobbies.expire(5_000) == [lobby]
+    assert lobbies.ready() == [] and all(roster.where(p) is None for p in ("ann", "bob", "cy"))

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import grpc
 import pytest
 import redis
 
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
+from machiavelox.local.pki import session_pki
 from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
 from tests.support.health import wait_serving
+from tests.support.internal import RoleChannels
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 SERVICE = "machiavelox.v1.PresenceService"
@@ -36,7 +37,7 @@ class Replica:
     proc: subprocess.Popen[bytes]
     port: int
     stderr_path: Path
-    channel: grpc.aio.Channel
+    channels: RoleChannels  # mTLS, as gateways and shards call it
     stub: presence_pb2_grpc.PresenceServiceAsyncStub
 
     def stderr(self) -> str:
@@ -54,6 +55,7 @@ class Launcher:
     async def start(self, **extra: str) -> Replica:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MACHIAVELOX_")}
+        env.update(session_pki().env("presence"))
         env.update(self.env)
         env.update(extra)
         env["MACHIAVELOX_PRESENCE_PORT"] = str(port)
@@ -63,17 +65,17 @@ class Launcher:
         with stderr_path.open("wb") as err:
             proc = subprocess.Popen([*MACHIAVELOX, "presence"], env=env,
                                     stdin=subprocess.DEVNULL, stdout=err, stderr=err)
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        channels = RoleChannels(f"127.0.0.1:{port}", "presence")
         stub = cast("presence_pb2_grpc.PresenceServiceAsyncStub",
-                    presence_pb2_grpc.PresenceServiceStub(channel))
-        replica = Replica(proc, port, stderr_path, channel, stub)
+                    channels.stub(presence_pb2_grpc.PresenceServiceStub, SERVICE))
+        replica = Replica(proc, port, stderr_path, channels, stub)
         self.replicas.append(replica)
-        await wait_serving(channel, SERVICE, proc, "presence", replica.stderr)
+        await wait_serving(channels("gateway"), SERVICE, proc, "presence", replica.stderr)
         return replica
 
     async def stop(self, replica: Replica, timeout_s: float = 15.0) -> int:
         """SIGTERM, wait, and return the exit code (killing it after `timeout_s`)."""
-        await replica.channel.close()
+        await replica.channels.close()
         if replica.proc.poll() is None:
             replica.proc.send_signal(signal.SIGTERM)
         try:

@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
-import grpc
 import psycopg
 import pytest
 from psycopg import sql
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
+from machiavelox.local.pki import session_pki
 from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
 from tests.support.health import wait_serving
+from tests.support.internal import RoleChannels
 
 if TYPE_CHECKING:  # the async stub type exists in the .pyi only
     from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
@@ -69,7 +70,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 
 
 class ScoringProcess:
-    """One `machiavelox scoring` process and an asyncio channel to it."""
+    """One `machiavelox scoring` process and channels to it (mTLS: `stub` calls each method
+    as a role allowed to, `channels(role)` as a given role)."""
 
     def __init__(self, url: str, workdir: Path, name: str, env: dict[str, str]) -> None:
         self.url = url
@@ -77,7 +79,7 @@ class ScoringProcess:
         self.name = name
         self.extra_env = env
         self.popen: subprocess.Popen[bytes] | None = None
-        self.channel: grpc.aio.Channel | None = None
+        self.channels: RoleChannels | None = None
         self.stub: ScoringServiceAsyncStub
         self.log_paths: list[Path] = []
 
@@ -90,6 +92,7 @@ class ScoringProcess:
             "MACHIAVELOX_SCORING_DATABASE_URL": self.url,
             "MACHIAVELOX_DATA_DIR": str(self.workdir / "data"),
             "MACHIAVELOX_GRACE_S": "3",
+            **session_pki().env("scoring"),
             **self.extra_env,
             PARENT_PID: str(os.getpid()),  # it stops if the test run dies
         })
@@ -100,11 +103,11 @@ class ScoringProcess:
                 [*MACHIAVELOX, "scoring"], env=env,
                 cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=stderr)
-        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=FAST_RECONNECT)
+        self.channels = RoleChannels(f"127.0.0.1:{port}", "scoring", options=FAST_RECONNECT)
         self.stub = cast("ScoringServiceAsyncStub",
-                         scoring_pb2_grpc.ScoringServiceStub(self.channel))
-        await wait_serving(self.channel, SERVICE, self.popen, self.name, self.log_text,
-                           READY_DEADLINE_S)
+                         self.channels.stub(scoring_pb2_grpc.ScoringServiceStub, SERVICE))
+        await wait_serving(self.channels("results-reader"), SERVICE, self.popen, self.name,
+                           self.log_text, READY_DEADLINE_S)
 
     @property
     def running(self) -> bool:
@@ -118,9 +121,9 @@ class ScoringProcess:
         return log_problems(self.log_text())
 
     async def _close_channel(self) -> None:
-        if self.channel is not None:
-            await self.channel.close()
-            self.channel = None
+        if self.channels is not None:
+            await self.channels.close()
+            self.channels = None
 
     async def stop(self) -> None:
         """SIGTERM; the process must exit 0 without having logged an error."""
@@ -176,7 +179,7 @@ async def spawn(backend: Backend, tmp_path: Path) -> AsyncIterator[Spawn]:
                 await proc.stop()
             except AssertionError as exc:
                 failures.append(str(exc))
-        elif proc.channel is not None:
+        elif proc.channels is not None:
             await proc._close_channel()
     assert not failures, "\n".join(failures)
 

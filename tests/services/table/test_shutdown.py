@@ -14,7 +14,7 @@ import pytest
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc, free_port, start
+from machiavelox.local.processes import Proc, aio_channel, free_port, start
 
 PLAYERS = ["ann", "bob", "cy"]
 
@@ -51,7 +51,8 @@ def messages(proc: Proc) -> list[str]:
 
 async def test_sigterm_keeps_serving_the_tables_in_play_until_they_end(tmp_path: Path) -> None:
     proc = shard(tmp_path, drain_s=120)
-    async with grpc.aio.insecure_channel(proc.address) as channel:
+    async with aio_channel(proc, "matchmaking") as channel, \
+            aio_channel(proc, "gateway") as gateway:
         stub = table_pb2_grpc.TableAuthorityServiceStub(channel)
         await create(stub, "shard-0.t1")
         frames: asyncio.Queue[table_pb2.ConnectRequest] = asyncio.Queue()
@@ -60,7 +61,7 @@ async def test_sigterm_keeps_serving_the_tables_in_play_until_they_end(tmp_path:
             while True:
                 yield await frames.get()
 
-        stream = stub.Connect(requests())
+        stream = table_pb2_grpc.TableAuthorityServiceStub(gateway).Connect(requests())
         proc.popen.send_signal(signal.SIGTERM)
         await asyncio.sleep(0.5)
         load = await stub.GetLoad(table_pb2.GetLoadRequest(), timeout=5)
@@ -84,7 +85,7 @@ async def test_sigterm_keeps_serving_the_tables_in_play_until_they_end(tmp_path:
 
 async def test_the_drain_is_bounded_by_its_setting(tmp_path: Path) -> None:
     proc = shard(tmp_path, drain_s=1)
-    async with grpc.aio.insecure_channel(proc.address) as channel:
+    async with aio_channel(proc, "matchmaking") as channel:
         await create(table_pb2_grpc.TableAuthorityServiceStub(channel), "shard-0.t1")
     proc.popen.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(proc.popen.wait, 30) == 0
