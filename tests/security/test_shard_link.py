@@ -27,7 +27,7 @@ from tests.security.gateway_shard import (
 )
 from tests.support.client import PlayClient, login
 
-ATTACKS = 40
+ATTACKS = 100  # the race is not hit every time: enough tries that it is
 # the pace rules out of the way (their own tests are in test_pace.py)
 FAST = {"MACHIAVELOX_GATEWAY_ACTION_RATE": "1000", "MACHIAVELOX_GATEWAY_ACTION_BURST": "1000"}
 FAST_SHARD = {"MACHIAVELOX_TABLE_ACTION_RATE": "1000", "MACHIAVELOX_TABLE_ACTION_BURST": "1000"}
@@ -117,7 +117,8 @@ async def test_only_configured_shards_are_routed_to(tmp_path: Path) -> None:
     """The finding: the routing opened a link for any shard prefix it was given (2,000 bogus
     prefixes: +180 MB and a core busy reconnecting). Proves: a table id of a shard that is not
     configured is NOT_FOUND `table/unknown` at once, opens no link (no link series in the
-    gateway's metrics), and 2,000 of them leave the gateway's memory about where it was;
+    gateway's metrics), and 2,000 of them leave the gateway's memory about where it was (the
+    template routing that opened links for any prefix is gone: only the list is routed);
     over-long table ids are INVALID_ARGUMENT; the real shard still plays."""
     with cluster(tmp_path) as c:
         await create_table(c.shard, "shard-0.t1")
@@ -152,12 +153,13 @@ async def test_only_configured_shards_are_routed_to(tmp_path: Path) -> None:
             await ann.close()
 
 
-@pytest.mark.parametrize(("size", "code"), [(4 * 1024 * 1024, grpc.StatusCode.RESOURCE_EXHAUSTED),
+@pytest.mark.parametrize(("size", "code"), [(1024 * 1024, grpc.StatusCode.RESOURCE_EXHAUSTED),
                                             (1024, grpc.StatusCode.INVALID_ARGUMENT)],
-                         ids=["4MB", "1kB"])
+                         ids=["1MB", "1kB"])
 async def test_an_oversized_id_is_refused_and_reaches_no_shard(tmp_path: Path, size: int,
                                                                code: grpc.StatusCode) -> None:
     """The finding: a 4 MB `client_action_id` was forwarded (and became a span attribute);
+    (1 MB here: gRPC's own default limit, 4 MiB, refused the original)
     in one frame to the shard, a few of them would pass the shard's message limit and fail the
     stream for every table. Proves: a request over 64 KiB is refused by gRPC before it is
     decoded, an id over 64 characters ends the stream with INVALID_ARGUMENT `request/bad-id`,
