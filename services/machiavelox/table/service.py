@@ -32,7 +32,16 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         """One gateway's stream. Its frames are handled in this task in arrival order; the
         answers of a frame go out from here at once when the stream is quiet (no hand-over to
         another task on an action's path), else the link's pump sends them paced."""
-        link = GatewayLink(context.peer(), context.write, self.batch_window_s)
+        handler = asyncio.current_task()
+
+        def too_slow() -> None:  # the gateway does not read what it is sent: reset its stream
+            log.warning("gateway reads too slowly: its stream is reset (it reconnects)",
+                        extra={"peer": link.name})
+            self.shard.drop_link(link)
+            if handler is not None:
+                handler.cancel()
+
+        link = GatewayLink(context.peer(), context.write, self.batch_window_s, too_slow)
         log.info("gateway connected", extra={"peer": link.name})
         pump = asyncio.create_task(link.pump())
         try:

@@ -50,6 +50,10 @@ Outcome = Callable[[common_pb2.Batch], None]
 ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
 
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
+# What may wait for one gateway to read (its stream's flow control holds our writes): past it
+# the gateway is too slow to serve (or does not read at all) and its stream is reset; it
+# reconnects and resubscribes. At 9,000 actions/s this is over 20 s of a shard's output.
+MAX_PENDING_BYTES = 64 * 1024 * 1024
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
 
 
@@ -58,21 +62,33 @@ class GatewayLink:
     by `write` (the stream's send)."""
 
     def __init__(self, name: str, write: Callable[[table_pb2.ConnectResponse], Awaitable[None]],
-                 window_s: float = DEFAULT_WINDOW_S) -> None:
+                 window_s: float = DEFAULT_WINDOW_S,
+                 on_overflow: Callable[[], None] | None = None,
+                 max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
         self.name = name
         self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(table_pb2.ConnectResponse,
                                                                  window_s)
         self._write = write
+        self.on_overflow = on_overflow
+        self.max_pending_bytes = max_pending_bytes
+        self.overflowed = False
 
     def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
         """A new item in the frame being filled, complete (its size is accounted for)."""
         item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
-        self._outbox.account(item.ByteSize())
+        self.account(item)
         return item
 
     def account(self, item: table_pb2.ShardItem) -> None:
-        """`item` (of `step_item`) is complete: its size counts towards the frame's bound."""
-        self._outbox.account(item.ByteSize())
+        """`item` (of `step_item`) is complete: its size counts towards the frame's bound, and
+        towards what may wait for the gateway to read (past it: `on_overflow`, once)."""
+        outbox = self._outbox
+        outbox.account(item.ByteSize())
+        if outbox.pending_bytes > self.max_pending_bytes and not self.overflowed:
+            self.overflowed = True
+            outbox.discard()
+            if self.on_overflow is not None:
+                self.on_overflow()
 
     def step_item(self, table_id: str, player_id: str, traceparent: str) -> table_pb2.ShardItem:
         """A new item for one step of a table (the hot path: no keyword packing)."""
