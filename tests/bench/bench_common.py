@@ -74,11 +74,16 @@ def _credentials(pki: Pki | None, role: str) -> InternalTls:
     return InternalTls.off() if pki is None else pki.tls(role)
 
 
+def internal_tls(role: str) -> InternalTls:
+    """The credentials of `role` in the bench's transport (off: plaintext)."""
+    return _credentials(bench_pki(), role)
+
+
 def internal_channel(address: str, role: str,
                      options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A channel to the shard at `address` as `role` (matchmaking creates tables, a gateway
     holds the Connect stream)."""
-    return _credentials(bench_pki(), role).channel(address, "table", options=options)
+    return internal_tls(role).channel(address, "table", options=options)
 
 
 def now_ns() -> int:

@@ -8,7 +8,9 @@ Every process is real and on loopback; one run measures:
 
 (a) The floor: a raw two-hop gRPC echo (tests/bench/echo_server.py): this client -> a
     forwarding process that holds ONE multiplexed bidirectional stream to -> an echo server.
-    Raw bytes of an action's size, one request at a time over a long-lived stream.
+    Raw bytes of an action's size, one request at a time over a long-lived stream. The inner
+    hop is in the transport of the gateway-shard stream (`--internal-tls`: mutual TLS, as
+    deployed, or plaintext), so (b)/(a) compares like with like.
 (b) A real action through a gateway and a shard (`machiavelox gateway`, `machiavelox table`,
     started with `machiavelox.local.processes.start`): a client on a Play stream sends an
     action (alternately Declare and Undeclare of a card it drew, which never runs out) and times

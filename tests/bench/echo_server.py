@@ -8,7 +8,11 @@
 long-lived multiplexed bidirectional stream to the echo server: each message gets a 4-byte
 stream id in front on the way up, and the pump routes the answers back by that id. Messages
 are raw bytes (no protobuf), so this is the cost of gRPC and asyncio alone: the leanest shape
-of the gateway -> shard path.
+of the gateway -> shard path. The hop between the two is in the same transport as the
+gateway-shard stream of the bench (bench_common.bench_pki: mutual TLS with the forwarder as a
+gateway and the echo server as a shard, unless the bench runs with --internal-tls off); the
+client's hop to the forwarder is plaintext, as apps' to the gateway are behind the load
+balancer.
 
 Each process prints `ready` on stdout once it serves, stops on SIGTERM or when its standard
 input closes (the bench is gone), and in any case after `--max-s` seconds.
@@ -25,6 +29,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from bench_common import internal_channel, internal_tls
 
 SERVICE = "bench.Echo"
 METHOD = f"/{SERVICE}/Stream"
@@ -46,11 +51,15 @@ async def _until_stopped(max_s: float) -> None:
     watcher.cancel()
 
 
-def _server(port: int, handler: Any) -> grpc.aio.Server:
+def _server(port: int, handler: Any, internal: bool) -> grpc.aio.Server:
+    """`internal`: in the bench's internal transport (as a shard's port), else plaintext."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
         SERVICE, {"Stream": grpc.stream_stream_rpc_method_handler(handler)}),))
-    if server.add_insecure_port(f"127.0.0.1:{port}") == 0:
+    address = f"127.0.0.1:{port}"
+    bound = (internal_tls("table").add_port(server, address) if internal
+             else server.add_insecure_port(address))
+    if bound == 0:
         raise OSError(f"cannot listen on port {port}")
     return server
 
@@ -60,7 +69,7 @@ async def echo(port: int, max_s: float) -> None:
         async for message in requests:
             yield message
 
-    server = _server(port, stream)
+    server = _server(port, stream, internal=True)
     await server.start()
     print("ready", flush=True)
     await _until_stopped(max_s)
@@ -71,7 +80,7 @@ class Forwarder:
     """Client streams multiplexed onto one upstream stream, answers routed back by id."""
 
     def __init__(self, upstream: str) -> None:
-        self.channel = grpc.aio.insecure_channel(upstream)
+        self.channel = internal_channel(upstream, "gateway")
         self.call: Any = None
         self.lock = asyncio.Lock()  # one writer at a time on the upstream stream
         self.routes: dict[int, asyncio.Queue[bytes | None]] = {}
@@ -121,7 +130,7 @@ async def forward(port: int, upstream: str, max_s: float) -> None:
     fwd = Forwarder(upstream)
     await fwd.open()
     pump = asyncio.create_task(fwd.pump())
-    server = _server(port, fwd.stream)
+    server = _server(port, fwd.stream, internal=False)
     await server.start()
     print("ready", flush=True)
     await _until_stopped(max_s)

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -32,9 +31,9 @@ from bench_common import OPTIONS  # noqa: E402
 CONFIGS = ("off", "mtls")
 
 
-def per_action(step: Any, process: str) -> float:
+def per_action(step: cb.StepResult, process: str) -> float:
     """CPU microseconds per action of `process` (CPU% of one core, actions/s)."""
-    return float(step.cpu[process]) * 1e4 / max(1.0, step.achieved)
+    return step.cpu[process] * 1e4 / max(1.0, step.achieved)
 
 
 def main(argv: list[str]) -> int:
@@ -52,7 +51,7 @@ def main(argv: list[str]) -> int:
     print(f"internal TLS bench: {args.tables} tables through one gateway and one shard, "
           f"{args.rounds} interleaved rounds of {args.step_s:.0f} s per configuration",
           file=out, flush=True)
-    results: dict[str, list[Any]] = {c: [] for c in CONFIGS}
+    results: dict[str, list[cb.StepResult]] = {c: [] for c in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="tls-bench-") as tmp_name:
         tmp = Path(tmp_name)
         for r in range(args.rounds):

@@ -179,7 +179,7 @@ def test_only_the_gateway_is_reachable_from_outside() -> None:
     assert {full("gateway"), full("matchmaking") + "-public"} == {
         s["metadata"]["name"] for s in find(exposed, "Service")
         if s["spec"].get("type", "ClusterIP") != "ClusterIP"}
-    with pytest.raises(helm.HelmRenderError, match="matchmaking.expose needs"):
+    with pytest.raises(helm.HelmRenderError, match=r"matchmaking\.expose needs"):
         render({"matchmaking": {"expose": True}})  # its port takes the gateways' certificate
 
 

@@ -89,14 +89,14 @@ def test_cert_manager_makes_every_roles_certificate_into_the_mounted_secrets() -
 
 
 def test_cert_manager_needs_an_issuer() -> None:
-    with pytest.raises(helm.HelmRenderError, match="issuerRef.name"):
+    with pytest.raises(helm.HelmRenderError, match=r"issuerRef\.name"):
         render({"global": {"tls": {"certManager": {"enabled": True}}}})
 
 
 def test_the_health_port_is_a_port_of_its_own() -> None:
-    with pytest.raises(helm.HelmRenderError, match="global.healthPort"):
+    with pytest.raises(helm.HelmRenderError, match=r"global\.healthPort"):
         render({"global": {"healthPort": 7100}})
-    with pytest.raises(helm.HelmRenderError, match="global.healthPort"):
+    with pytest.raises(helm.HelmRenderError, match=r"global\.healthPort"):
         render({"global": {"healthPort": 9464}})
 
 
