@@ -45,7 +45,8 @@ from .session import Session
 log = logging.getLogger(__name__)
 
 Connect = Callable[[str], grpc.aio.Channel]
-"""Opens a channel to a shard's address (the internal credentials: see platform/tls.py)."""
+"""Opens a channel to a shard's address with the internal credentials (platform/tls.py: no
+default, so that no forgotten wiring opens a plaintext channel)."""
 OnState = Callable[[str, str], None]
 """Told (shard id, "up" | "down" | "closed") when a link's state changes (metrics)."""
 
@@ -57,9 +58,8 @@ _DOWN_MESSAGE = "the table's shard is unreachable; the gateway is reconnecting"
 
 
 class ShardLink:
-    def __init__(self, shard_id: str, address: str, retry_s: float = 0.2,
+    def __init__(self, shard_id: str, address: str, connect: Connect, retry_s: float = 0.2,
                  window_s: float = DEFAULT_WINDOW_S,
-                 connect: Connect = grpc.aio.insecure_channel,
                  on_state: OnState | None = None) -> None:
         self.shard_id = shard_id
         self.address = address
@@ -254,9 +254,8 @@ class ShardLinks:
     """The links of a gateway, one per configured shard, opened on first use and closed when
     idle."""
 
-    def __init__(self, resolve: dict[str, str], window_s: float = DEFAULT_WINDOW_S,
-                 on_state: OnState | None = None,
-                 connect: Connect = grpc.aio.insecure_channel,
+    def __init__(self, resolve: dict[str, str], connect: Connect,
+                 window_s: float = DEFAULT_WINDOW_S, on_state: OnState | None = None,
                  idle_s: float = 300.0) -> None:
         self.resolve = resolve
         self.window_s = window_s
@@ -278,8 +277,8 @@ class ShardLinks:
             raise not_found("table/unknown", "no shard owns that table")
         link = self.links.get(shard_id)
         if link is None:
-            link = self.links[shard_id] = ShardLink(shard_id, address, window_s=self.window_s,
-                                                    connect=self.connect,
+            link = self.links[shard_id] = ShardLink(shard_id, address, self.connect,
+                                                    window_s=self.window_s,
                                                     on_state=self.on_state)
             link.start()
             if self._janitor is None:

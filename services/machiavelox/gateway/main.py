@@ -37,8 +37,8 @@ async def serve(settings: GatewaySettings) -> None:
                         trust_incoming=settings.trust_traceparent)
     metrics = GatewayMetrics(obs.registry)
     tls = InternalTls.from_env("gateway")  # its calls to internal services (mTLS)
-    links = ShardLinks(settings.shards, settings.batch_window_s, on_state=metrics.link_state,
-                       idle_s=settings.link_idle_s, connect=tls.connector("table"))
+    links = ShardLinks(settings.shards, tls.connector("table"), settings.batch_window_s,
+                       on_state=metrics.link_state, idle_s=settings.link_idle_s)
     presence = PresenceReporter(settings.presence, settings.gateway_id,
                                 connect=tls.connector("presence"))
     observer = GatewayObserver(metrics, obs.telemetry, settings.gateway_id)
