@@ -142,6 +142,7 @@ class FakeKube:
         with self._changed:
             info = _request_info(method, path, query)
             injected = self.inject.get((method, info[1]))
+            out: dict[str, Any] | Iterator[bytes]
             if user_agent in self.partitioned:
                 status, out = 503, _status(503, "ServiceUnavailable", "partitioned")
             elif injected:

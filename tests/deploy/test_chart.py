@@ -8,7 +8,7 @@ import base64
 from typing import Any
 
 import helm_python as helm
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]  # no py.typed, no stubs
 import pytest
 
 from tests.deploy.chart import (

@@ -40,8 +40,11 @@ async def exercise(kube: FakeKube, settings: ControllerSettings) -> None:
     assert elector.tick() and elector.tick()  # create, then get + update
     woke = asyncio.Event()
     loop = asyncio.get_running_loop()
-    watch = StatefulSetWatch(api, settings.namespace, settings.statefulset,
-                             lambda: loop.call_soon_threadsafe(woke.set), timeout_s=5)
+
+    def changed() -> None:
+        loop.call_soon_threadsafe(woke.set)
+
+    watch = StatefulSetWatch(api, settings.namespace, settings.statefulset, changed, timeout_s=5)
     watch.start()
     await asyncio.wait_for(woke.wait(), 10)
     shards = ShardClients(settings.shard_address, settings.shard_id, 0.5,

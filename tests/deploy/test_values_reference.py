@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tests.deploy.chart import CHART
 from tests.deploy.values_reference import current, table
@@ -18,9 +19,9 @@ def test_the_reference_lists_every_value() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     text = current()
 
-    def leaves(node: dict[str, object], path: str = "") -> list[str]:
-        out = []
-        for key, prop in node.get("properties", {}).items():  # type: ignore[attr-defined]
+    def leaves(node: dict[str, Any], path: str = "") -> list[str]:
+        out: list[str] = []
+        for key, prop in node.get("properties", {}).items():
             where = f"{path}.{key}" if path else key
             out += leaves(prop, where) if "properties" in prop else [where]
         return out

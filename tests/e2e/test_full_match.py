@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import grpc
 import pytest
 
 from machiavelox._gen.v1 import (
+    common_pb2,
     gateway_pb2,
     matchmaking_pb2,
     matchmaking_pb2_grpc,
     scoring_pb2,
     scoring_pb2_grpc,
 )
-from machiavelox.bots.player import Bot
+from machiavelox.bots.player import Bot, BotOutcome
 from machiavelox.local.processes import Proc, aio_channel
 from machiavelox.local.up import launch, stop_all
 from machiavelox.platform.errors import REASON_KEY
@@ -81,23 +82,24 @@ async def test_three_bots_play_to_the_end_and_results_flow(
     _check_no_hidden_cards(outcomes, records)
 
 
-def _check_no_hidden_cards(outcomes: list[object], records: dict[str, list[object]]) -> None:
+def _check_no_hidden_cards(outcomes: Sequence[BotOutcome],
+                           records: dict[str, list[gateway_pb2.PlayResponse]]) -> None:
     """P5 across every message each player received in the match: another player's drawn card
     is never shown; the own hand only ever holds cards the player drew itself."""
-    seats = {o.player: o.seat for o in outcomes}  # type: ignore[attr-defined]
+    seats = {o.player: o.seat for o in outcomes}
     drawn: dict[str, set[int]] = {name: set() for name in seats}
     for name, messages in records.items():
         me = seats[name] + 1
         for msg in messages:
-            if msg.WhichOneof("kind") == "event" and msg.event.kind == "drew":  # type: ignore[attr-defined]
-                if msg.event.player == me:  # type: ignore[attr-defined]
-                    drawn[name].update(c.index for c in msg.event.cards)  # type: ignore[attr-defined]
+            if msg.WhichOneof("kind") == "event" and msg.event.kind == "drew":
+                if msg.event.player == me:
+                    drawn[name].update(c.index for c in msg.event.cards)
                 else:
-                    assert not msg.event.cards, f"{name} saw another player's draw"  # type: ignore[attr-defined]
+                    assert not msg.event.cards, f"{name} saw another player's draw"
     for name, messages in records.items():
         for msg in messages:
-            if msg.WhichOneof("kind") == "snapshot":  # type: ignore[attr-defined]
-                hand = {c.index for c in msg.snapshot.view.hand}  # type: ignore[attr-defined]
+            if msg.WhichOneof("kind") == "snapshot":
+                hand = {c.index for c in msg.snapshot.view.hand}
                 assert hand <= drawn[name], f"{name}'s view shows cards it never drew"
     seen_by = {name: {c.index for m in msgs for c in _cards(m)} for name, msgs in records.items()}
     for name in seats:
@@ -106,24 +108,24 @@ def _check_no_hidden_cards(outcomes: list[object], records: dict[str, list[objec
         assert not leaked, f"{name} saw hidden cards {leaked}"
 
 
-def _cards(msg: object) -> list[object]:
-    kind = msg.WhichOneof("kind")  # type: ignore[attr-defined]
+def _cards(msg: gateway_pb2.PlayResponse) -> list[common_pb2.Card]:
+    kind = msg.WhichOneof("kind")
     if kind == "event":
-        return list(msg.event.cards)  # type: ignore[attr-defined]
+        return list(msg.event.cards)
     if kind == "snapshot":
-        return list(msg.snapshot.view.hand)  # type: ignore[attr-defined]
+        return list(msg.snapshot.view.hand)
     return []
 
 
-def _public(messages: list[object]) -> set[int]:
+def _public(messages: list[gateway_pb2.PlayResponse]) -> set[int]:
     """Cards the player legitimately saw: on the table, in pozzetti, moved in public events."""
     out: set[int] = set()
     for msg in messages:
-        kind = msg.WhichOneof("kind")  # type: ignore[attr-defined]
-        if kind == "event" and msg.event.kind != "drew":  # type: ignore[attr-defined]
-            out.update(c.index for c in msg.event.cards)  # type: ignore[attr-defined]
+        kind = msg.WhichOneof("kind")
+        if kind == "event" and msg.event.kind != "drew":
+            out.update(c.index for c in msg.event.cards)
         elif kind == "snapshot":
-            v = msg.snapshot.view  # type: ignore[attr-defined]
+            v = msg.snapshot.view
             out.update(tc.card.index for m in v.table for tc in m.cards)
             out.update(c.index for s in v.seats for c in s.pozzetto)
     return out

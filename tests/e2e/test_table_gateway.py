@@ -88,7 +88,7 @@ async def test_resume_after_a_cut_gets_exactly_the_missed_events(cluster: dict[s
             await ann.until(lambda r: r.WhichOneof("kind") == "ack")
         bob2 = PlayClient(ch, bob_token)
         bob2.open(table, last_seq=first.event.seq, batched=batched)
-        seqs = []
+        seqs: list[int] = []
         while len(seqs) < 3:
             r = await bob2.next()
             assert r.WhichOneof("kind") == "event", r

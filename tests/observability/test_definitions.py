@@ -102,8 +102,9 @@ def test_a_traceparent_string_carries_a_span_to_its_children() -> None:
     tel.provider.force_flush()
     by_name = {s.name: s for s in exporter.get_finished_spans()}
     for name in ("shard.apply", "shard.queue"):
-        assert by_name[name].parent is not None
-        assert by_name[name].parent.span_id == root.get_span_context().span_id
+        parent = by_name[name].parent
+        assert parent is not None
+        assert parent.span_id == root.get_span_context().span_id
     assert (by_name["shard.queue"].start_time, by_name["shard.queue"].end_time) == (1000, 2000)
     assert waited.get_span_context().trace_id == root.get_span_context().trace_id
     tel.shutdown()
@@ -152,6 +153,7 @@ def test_a_lost_conflict_links_to_the_winner() -> None:
     assert tel.provider is not None
     tel.provider.force_flush()
     done = exporter.get_finished_spans()[-1]
+    assert done.attributes is not None
     assert done.attributes[Attr.WINNER_SEQ] == 7
     [link] = done.links
     assert link.context.span_id == won.get_span_context().span_id

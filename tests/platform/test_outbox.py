@@ -28,7 +28,7 @@ class Stream:
 
 
 @contextlib.asynccontextmanager
-async def pumped(box: Outbox[int], stream: Stream) -> AsyncIterator[asyncio.Task[None]]:
+async def pumped(box: Outbox[list[int]], stream: Stream) -> AsyncIterator[asyncio.Task[None]]:
     pump = asyncio.create_task(box.pump(stream.write))
     try:
         yield pump

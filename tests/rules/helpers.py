@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from machiavelox.rules import Card, Deal, Seat, Table, card
+from collections.abc import Sequence
+
+from machiavelox.rules import Card, Deal, Event, Seat, Table, card
 
 P1, P2, P3 = Seat.P1, Seat.P2, Seat.P3
 
@@ -43,5 +45,5 @@ def melds(t: Table) -> list[list[str]]:
     return sorted(sorted(str(c) for c in m) for m in t.board.melds.values())
 
 
-def kinds(events: list[object]) -> list[str]:
-    return [" ".join(e.words()) for e in events]  # type: ignore[attr-defined]
+def kinds(events: Sequence[Event]) -> list[str]:
+    return [" ".join(e.words()) for e in events]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machiavelox.rules import Attach, Cancel, Conclude, Declare, Move, Place
+from machiavelox.rules import Attach, Cancel, Conclude, Declare, Move, Place, Table
 from machiavelox.rules.state import CalataStatus
 
 from .helpers import P1, P2, P3, cards, kinds, meld_with, melds, position
@@ -22,7 +22,7 @@ def test_disturbance_does_not_drag() -> None:
     assert t.players[P1].hand == set(cards("JS"))
 
 
-def _seven_on_trial() -> tuple[object, int]:
+def _seven_on_trial() -> tuple[Table, int]:
     t = position(table=("4C 5C 6C", "7C 7H 7S"), hands=("7D KD", "8C", ""))
     t.apply(Declare(P1, cards("7D KD")), 0)
     t.apply(Move(P1, cards("7C")[0], meld_with(t, "7H"), meld_with(t, "4C")), 1000)

@@ -64,7 +64,7 @@ def test_spec_example_passes(tmp_path: Path) -> None:
 def test_spec_example_is_the_one_in_the_document(tmp_path: Path) -> None:
     if not SPEC.exists():
         pytest.skip("shared docs not available")
-    doc = SPEC.read_text(encoding="utf-8").split("## Example", 1)[1]
+    doc = SPEC.read_text(encoding="utf-8").split("## Example", 1)[1].split("\n## ", 1)[0]
     body = "\n".join(line[4:] for line in doc.splitlines()[1:] if line.startswith("    "))
     assert body.strip() == EXAMPLE.strip()
 

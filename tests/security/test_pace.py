@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -131,7 +132,7 @@ async def test_the_shard_caps_each_player_behind_the_gateway(tmp_path: Path) -> 
         await create_table(c.shard, "shard-0.t1")
         frames: asyncio.Queue[table_pb2.ConnectRequest | None] = asyncio.Queue()
 
-        async def requests():  # type: ignore[no-untyped-def]
+        async def requests() -> AsyncIterator[table_pb2.ConnectRequest]:
             while (frame := await frames.get()) is not None:
                 yield frame
 

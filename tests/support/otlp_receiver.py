@@ -102,7 +102,9 @@ class Collector(trace_service_pb2_grpc.TraceServiceServicer):
 def serve(out: Path, port: int, port_file: Path | None) -> int:
     collector = Collector(out)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
+    # opentelemetry-proto's generated *_grpc modules have no annotations nor stubs
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        collector, server)
     bound = server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     if port_file is not None:

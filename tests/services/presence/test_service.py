@@ -14,14 +14,13 @@ import grpc
 import pytest
 
 from machiavelox._gen.v1 import presence_pb2
-from machiavelox.local.processes import MACHIAVELOX
+from machiavelox.local.processes import MACHIAVELOX, free_port
 
 from .conftest import (
     SILENCE_MS,
     ChangeStream,
     Launcher,
     Replica,
-    free_port,
     now_ms,
     redis_keys,
 )

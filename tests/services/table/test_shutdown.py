@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -57,7 +58,7 @@ async def test_sigterm_keeps_serving_the_tables_in_play_until_they_end(tmp_path:
         await create(stub, "shard-0.t1")
         frames: asyncio.Queue[table_pb2.ConnectRequest] = asyncio.Queue()
 
-        async def requests():  # type: ignore[no-untyped-def]
+        async def requests() -> AsyncIterator[table_pb2.ConnectRequest]:
             while True:
                 yield await frames.get()
 
