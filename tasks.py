@@ -32,7 +32,8 @@ def ensure_venv() -> None:
         return
     if not (BIN / "python").exists() and run(sys.executable, "-m", "venv", VENV) != 0:
         sys.exit("could not create the virtual environment")
-    pip = [BIN / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    pip: list[str | Path] = [BIN / "python", "-m", "pip", "install",
+                             "--disable-pip-version-check", "-q"]
     if run(*pip, "-e", ".[dev]") != 0:
         sys.exit("could not install the project")
     STAMP.write_text(digest)
