@@ -86,6 +86,7 @@ from bench_common import (
     RATE_FLOOR,
     RETRIES,
     SHARD,
+    UNPACED,
     action_bytes,
     create_table,
     event_seq,
@@ -497,7 +498,8 @@ async def latency_phases(args: argparse.Namespace, tmp: Path, out: TextIO,
     shard_port = free_port()
     env = {"MACHIAVELOX_SHARD_ID": SHARD, "MACHIAVELOX_TABLE_PORT": str(shard_port),
            "MACHIAVELOX_TOKEN_KEY": KEY,
-           "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}", **services_env()}
+           "MACHIAVELOX_GATEWAY_SHARDS": f"{SHARD}=127.0.0.1:{shard_port}", **services_env(),
+           **UNPACED}
     procs: list[Proc] = []
     observers: Helper | None = None
     floor = Floor(tmp, size)
