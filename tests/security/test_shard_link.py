@@ -179,3 +179,27 @@ async def test_an_oversized_id_is_refused_and_reaches_no_shard(tmp_path: Path, s
             ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
             assert ack.ack.arrival_index == 1
             await bob.close()
+
+
+async def test_an_idle_link_is_closed_and_opened_again_on_use(tmp_path: Path) -> None:
+    """Links are opened on first use and closed when idle (`gateway.linkIdleSeconds`, 1 s
+    here). Proves: once the last session of a shard has left, its link closes (its series
+    leaves the gateway's metrics and the shard logs the gateway's disconnection), and the next
+    session opens it again and plays."""
+    with cluster(tmp_path, gateway={"MACHIAVELOX_GATEWAY_LINK_IDLE_S": "1"}) as c:
+        await create_table(c.shard, "shard-0.t1")
+        async with app(c.gateway.address) as ch:
+            ann = await seated(ch, "ann", "shard-0.t1")
+            assert c.series(c.gateway, "machiavelox_gateway_shard_link_up") != []
+            await ann.close()
+            for _ in range(100):  # bounded: the janitor looks every idle_s / 4
+                if not c.series(c.gateway, "machiavelox_gateway_shard_link_up"):
+                    break
+                await asyncio.sleep(0.1)
+            assert c.series(c.gateway, "machiavelox_gateway_shard_link_up") == []
+            assert any(r.get("msg") == "gateway disconnected" for r in c.shard.logs())
+            bob = await seated(ch, "bob", "shard-0.t1")
+            bob.act(rules.Draw(rules.Seat.P2))
+            ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
+            assert ack.ack.arrival_index == 1
+            await bob.close()

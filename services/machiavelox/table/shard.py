@@ -55,6 +55,7 @@ PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carri
 # reconnects and resubscribes. At 9,000 actions/s this is over 20 s of a shard's output.
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
+STEP_ITEM_BYTES, EVENT_BYTES = 96, 192  # what a step's item is counted for (generously)
 
 
 class GatewayLink:
@@ -76,14 +77,14 @@ class GatewayLink:
     def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
         """A new item in the frame being filled, complete (its size is accounted for)."""
         item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
-        self.account(item)
+        self.account(item.ByteSize())
         return item
 
-    def account(self, item: table_pb2.ShardItem) -> None:
-        """`item` (of `step_item`) is complete: its size counts towards the frame's bound, and
-        towards what may wait for the gateway to read (past it: `on_overflow`, once)."""
+    def account(self, nbytes: int) -> None:
+        """An item of `nbytes` (of `step_item`) is complete: it counts towards the frame's
+        bound, and towards what may wait for the gateway to read (past it: `on_overflow`)."""
         outbox = self._outbox
-        outbox.account(item.ByteSize())
+        outbox.account(nbytes)
         if outbox.pending_bytes > self.max_pending_bytes and not self.overflowed:
             self.overflowed = True
             outbox.discard()
@@ -119,7 +120,7 @@ class Shard:
                  observer: ShardObserver | None = None, deal_seed: int | None = None,
                  action_rate: Rate = DEFAULT_ACTION_RATE) -> None:
         self.shard_id = shard_id
-        self.limits = RateLimits(action_rate)  # by "table/player"
+        self.limits = RateLimits(action_rate)  # by (table, player)
         self.deal_seed = deal_seed  # tests only (TableSettings.deal_seed)
         self.observer = observer or ShardObserver()
         self.capacity = capacity
@@ -233,6 +234,9 @@ class Shard:
                 public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
                 full = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
                         for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
+            # each session's item, about (an estimate, not ByteSize: this is every action's
+            # path; events are tens of bytes, a few hundred with many cards)
+            size = STEP_ITEM_BYTES + EVENT_BYTES * len(events)
             for player, link in self.subs.get(host.table_id, {}).items():
                 item = link.step_item(host.table_id, player, traceparent)
                 batch = item.batch
@@ -249,14 +253,14 @@ class Shard:
                                          else ev for i, ev in enumerate(public)])
                 else:
                     batch.events.extend(public)
-                link.account(item)
+                link.account(size)
             self._defer(lambda: self._report(host))
         elif outcome is not None:
             own = self.subs.get(host.table_id, {}).get(actor)
             if own is not None:
                 item = own.step_item(host.table_id, actor, traceparent)
                 outcome(item.batch)
-                own.account(item)
+                own.account(STEP_ITEM_BYTES)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
@@ -375,7 +379,7 @@ class Shard:
     def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
              arrived_ns: int) -> None:
         player, req = item.player_id, item.action
-        if not self.limits.allow(f"{host.table_id}/{player}", time.monotonic()):
+        if not self.limits.allow((host.table_id, player), time.monotonic()):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/limited",
                                "too many actions: slow down")
         action = codec.action_from_pb(host.seats[player], req.action)
