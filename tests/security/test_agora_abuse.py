@@ -23,11 +23,9 @@ import pytest
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
 from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
 from machiavelox.matchmaking.codes import code_ref, new_code
-from machiavelox.platform.errors import REASON_KEY
-from tests.support.client import login
+from tests.support.agora import STEP_S, bearer, next_update, reason, tokens
 
 KEY = "security-test-key-0123456789"
-STEP_S = 10.0  # the longest any single expected answer may take
 SINGLE = matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE)
 LONG = matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_LONG)
 
@@ -83,29 +81,6 @@ def agora(tmp_path: Path) -> Iterator[Callable[..., Agora]]:
         check_all_clean(reversed(procs))  # the gateway first, then matchmaking
 
 
-# ---------------------------------------------------------------------------------- helpers
-def bearer(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
-def reason(err: grpc.aio.AioRpcError) -> str | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == REASON_KEY:
-            return str(value)
-    return None
-
-
-async def tokens(agora: Agora, *names: str) -> dict[str, str]:
-    async with aio_channel(agora.gateway, "gateway") as ch:
-        return {name: await login(ch, name) for name in names}
-
-
-async def first_update(call: Any) -> matchmaking_pb2.TicketUpdate:
-    """The stream's first update; its refusal raised as AioRpcError."""
-    response = await asyncio.wait_for(call.read(), STEP_S)
-    assert response is not grpc.aio.EOF, "the stream ended without a word"
-    update: matchmaking_pb2.TicketUpdate = response.update
-    return update
 
 
 async def ending(call: Any, updates: int = 15) -> grpc.aio.AioRpcError:
@@ -128,7 +103,7 @@ async def test_a_player_creating_lobbies_in_a_loop_holds_one(
     gateway's relay and directly alike, while another player creates as usual. Without the
     defence every call makes a new lobby with a new code."""
     cluster = agora(CREATE_FRIENDLY_RATE="0.01", CREATE_FRIENDLY_BURST="8")
-    toks = await tokens(cluster, "mallory", "ann")
+    toks = await tokens(cluster.gateway, "mallory", "ann")
     codes: set[str] = set()
     refused: list[str | None] = []
     async with aio_channel(cluster.gateway, "gateway") as gw, \
@@ -168,7 +143,7 @@ async def test_a_lobby_past_its_ttl_is_gone(agora: Callable[..., Agora]) -> None
     creator are free again. Without the defence the waiters wait forever (the read times out)
     and the code keeps working."""
     cluster = agora(LOBBY_TTL_S="1")
-    toks = await tokens(cluster, "host", "guest", "late")
+    toks = await tokens(cluster.gateway, "host", "guest", "late")
     async with aio_channel(cluster.gateway, "gateway") as gw, \
             aio_channel(cluster.matchmaking, "gateway") as mm:
         relay, direct = (matchmaking_pb2_grpc.MatchmakingServiceStub(ch) for ch in (gw, mm))
@@ -178,7 +153,7 @@ async def test_a_lobby_past_its_ttl_is_gone(agora: Callable[..., Agora]) -> None
             invite_code=code), metadata=bearer(toks[name])) for name in ("host", "guest")]
         try:
             for call in waiters:
-                assert (await first_update(call)).WhichOneof("kind") == "waiting"
+                assert (await next_update(call)).WhichOneof("kind") == "waiting"
             for call in waiters:
                 err = await ending(call)
                 assert (err.code(), reason(err)) == (grpc.StatusCode.NOT_FOUND,
@@ -197,7 +172,7 @@ async def test_a_lobby_past_its_ttl_is_gone(agora: Callable[..., Agora]) -> None
         # the guest is free to queue, the host to create another lobby
         queued = relay.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["guest"]))
         try:
-            assert (await first_update(queued)).WhichOneof("kind") == "waiting"
+            assert (await next_update(queued)).WhichOneof("kind") == "waiting"
         finally:
             queued.cancel()
         fresh = await relay.CreateFriendlyTable(LONG, metadata=bearer(toks["host"]),
@@ -214,7 +189,7 @@ async def test_guessing_invite_codes_is_throttled_and_finds_nothing(
     (matchmaking names it by `code_ref`). Without the defence every guess is answered and the
     logs carry the code."""
     cluster = agora(JOIN_FAILED_RATE="0.01", JOIN_FAILED_BURST="5")
-    toks = await tokens(cluster, "host", "eve", "bob")
+    toks = await tokens(cluster.gateway, "host", "eve", "bob")
     outcomes: list[tuple[grpc.StatusCode, str | None]] = []
     async with aio_channel(cluster.gateway, "gateway") as gw, \
             aio_channel(cluster.matchmaking, "gateway") as mm:
@@ -225,7 +200,7 @@ async def test_guessing_invite_codes_is_throttled_and_finds_nothing(
             invite_code=code), metadata=bearer(toks["host"]))
         friend: Any = None
         try:
-            assert (await first_update(host)).WhichOneof("kind") == "waiting"
+            assert (await next_update(host)).WhichOneof("kind") == "waiting"
             guesses = ["X" * 4096, "not-a-code", *(new_code() for _ in range(58))]
             for i, guess in enumerate(g for g in guesses if g != code):
                 stub = relay if i % 2 == 0 else direct
@@ -246,7 +221,7 @@ async def test_guessing_invite_codes_is_throttled_and_finds_nothing(
 
             friend = relay.JoinFriendlyTable(matchmaking_pb2.JoinFriendlyTableRequest(
                 invite_code=f"{code[:5]}-{code[5:]}".lower()), metadata=bearer(toks["bob"]))
-            assert (await first_update(friend)).WhichOneof("kind") == "waiting"
+            assert (await next_update(friend)).WhichOneof("kind") == "waiting"
         finally:
             host.cancel()
             if friend is not None:
@@ -264,7 +239,7 @@ async def test_an_enqueue_and_cancel_flood_is_capped(agora: Callable[..., Agora]
     the calls is served."""
     cluster = agora(ENQUEUE_RATE="0.01", ENQUEUE_BURST="5", CANCEL_RATE="0.01",
                     CANCEL_BURST="6")
-    toks = await tokens(cluster, "mallory", "ann")
+    toks = await tokens(cluster.gateway, "mallory", "ann")
     admitted = 0
     limited: list[str | None] = []
     async with aio_channel(cluster.gateway, "gateway") as gw, \
@@ -274,7 +249,7 @@ async def test_an_enqueue_and_cancel_flood_is_capped(agora: Callable[..., Agora]
             stub = relay if i % 2 == 0 else direct
             call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["mallory"]))
             try:
-                ticket = (await first_update(call)).ticket_id
+                ticket = (await next_update(call)).ticket_id
             except grpc.aio.AioRpcError as err:
                 assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
                 limited.append(reason(err))
@@ -306,7 +281,7 @@ async def test_an_enqueue_and_cancel_flood_is_capped(agora: Callable[..., Agora]
 
         other = relay.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["ann"]))
         try:
-            assert (await first_update(other)).WhichOneof("kind") == "waiting"
+            assert (await next_update(other)).WhichOneof("kind") == "waiting"
         finally:
             other.cancel()
 
@@ -320,7 +295,7 @@ async def test_one_account_holds_one_seat_and_one_stream_for_it(
     up streams in matchmaking). A table therefore takes three accounts. Without the defence
     the older stream keeps waiting (the read times out)."""
     cluster = agora()
-    toks = await tokens(cluster, "mallory", "ann")
+    toks = await tokens(cluster.gateway, "mallory", "ann")
     async with aio_channel(cluster.gateway, "gateway") as gw, \
             aio_channel(cluster.matchmaking, "gateway") as mm:
         relay, direct = (matchmaking_pb2_grpc.MatchmakingServiceStub(ch) for ch in (gw, mm))
@@ -330,7 +305,7 @@ async def test_one_account_holds_one_seat_and_one_stream_for_it(
         queued = relay.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["mallory"]))
         streams: list[Any] = [queued]
         try:
-            ticket = (await first_update(queued)).ticket_id
+            ticket = (await next_update(queued)).ticket_id
             for stub in (relay, direct):
                 for call in (stub.JoinFriendlyTable(join, metadata=bearer(toks["mallory"])),
                              stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
@@ -343,10 +318,10 @@ async def test_one_account_holds_one_seat_and_one_stream_for_it(
 
             older = relay.JoinFriendlyTable(join, metadata=bearer(toks["mallory"]))
             streams.append(older)
-            assert (await first_update(older)).WhichOneof("kind") == "waiting"
+            assert (await next_update(older)).WhichOneof("kind") == "waiting"
             newer = direct.JoinFriendlyTable(join, metadata=bearer(toks["mallory"]))
             streams.append(newer)
-            assert (await first_update(newer)).WhichOneof("kind") == "waiting"
+            assert (await next_update(newer)).WhichOneof("kind") == "waiting"
             err = await ending(older)
             assert (err.code(), reason(err)) == (grpc.StatusCode.FAILED_PRECONDITION,
                                                  "ticket/replaced")

@@ -21,11 +21,10 @@ from machiavelox._gen.v1 import (
 )
 from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
-from machiavelox.platform.errors import REASON_KEY
-from tests.support.client import PlayClient, login
+from tests.support.agora import STEP_S, bearer, next_update, reason, tokens
+from tests.support.client import PlayClient
 
 KEY = "test-key-0123456789abcdef"
-STEP_S = 10.0  # the longest any single expected reply may take
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -67,28 +66,6 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             proc.check_clean()
 
 
-# ---------------------------------------------------------------------------------- helpers
-def bearer(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
-def reason(err: grpc.aio.AioRpcError) -> str | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == REASON_KEY:
-            return str(value)
-    return None
-
-
-async def tokens(cluster: Cluster, *names: str) -> dict[str, str]:
-    async with aio_channel(cluster.gateway, "gateway") as ch:
-        return {name: await login(ch, name) for name in names}
-
-
-async def next_update(call: Any) -> matchmaking_pb2.TicketUpdate:
-    response = await asyncio.wait_for(call.read(), STEP_S)
-    assert response is not grpc.aio.EOF, "the stream ended"
-    update: matchmaking_pb2.TicketUpdate = response.update
-    return update
 
 
 async def assignment(call: Any) -> tuple[str, matchmaking_pb2.Assignment]:
@@ -131,7 +108,7 @@ async def match_three(stub: matchmaking_pb2_grpc.MatchmakingServiceStub,
 
 # ---------------------------------------------------------------------------------- tests
 async def test_three_players_queue_and_are_seated_at_one_new_table(cluster: Cluster) -> None:
-    toks = await tokens(cluster, "ann", "bob", "cy")
+    toks = await tokens(cluster.gateway, "ann", "bob", "cy")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         calls = {name: stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(t))
@@ -185,7 +162,7 @@ async def test_the_least_loaded_non_draining_shard_gets_the_table(cluster: Clust
             await shard0.CreateTable(table_pb2.CreateTableRequest(
                 table_id=f"shard-0.busy{i}", player_ids=[f"x{i}", f"y{i}", f"z{i}"],
                 kind=table_pb2.MATCH_KIND_SINGLE, competitive=True), timeout=5)
-    toks = await tokens(cluster, "p1", "p2", "p3", "q1", "q2", "q3")
+    toks = await tokens(cluster.gateway, "p1", "p2", "p3", "q1", "q2", "q3")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         first = await match_three(stub, {k: v for k, v in toks.items() if k.startswith("p")})
@@ -207,7 +184,7 @@ async def test_the_least_loaded_non_draining_shard_gets_the_table(cluster: Clust
 
 async def test_a_second_ticket_is_refused_and_a_dropped_stream_frees_the_player(
         cluster: Cluster) -> None:
-    toks = await tokens(cluster, "dup")
+    toks = await tokens(cluster.gateway, "dup")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         first = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["dup"]))
@@ -236,7 +213,7 @@ async def test_a_second_ticket_is_refused_and_a_dropped_stream_frees_the_player(
 
 async def test_waiting_updates_come_every_second_with_a_widening_window(
         cluster: Cluster) -> None:
-    toks = await tokens(cluster, "alone")
+    toks = await tokens(cluster.gateway, "alone")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["alone"]))
@@ -254,7 +231,7 @@ async def test_waiting_updates_come_every_second_with_a_widening_window(
 
 
 async def test_cancel_ticket_removes_a_waiting_ticket(cluster: Cluster) -> None:
-    toks = await tokens(cluster, "eve", "mallory")
+    toks = await tokens(cluster.gateway, "eve", "mallory")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks["eve"]))
@@ -307,7 +284,7 @@ async def test_calls_without_a_valid_token_are_unauthenticated(cluster: Cluster)
 
 
 async def test_a_friendly_long_table_by_invite_code(cluster: Cluster) -> None:
-    toks = await tokens(cluster, "host", "guest1", "guest2", "late")
+    toks = await tokens(cluster.gateway, "host", "guest1", "guest2", "late")
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         with pytest.raises(grpc.aio.AioRpcError) as bad:
