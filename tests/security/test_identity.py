@@ -144,12 +144,13 @@ async def plays(address: str, token: str, table_id: str) -> None:
 
 
 async def play_refusal(address: str, token: str) -> tuple[Any, str]:
-    """How a Play stream opened with `token` ends. The gateway checks the token as the stream
-    opens, before it reads a message, so none is sent (a client whose request writer is still
-    sending when the refusal comes may see its own gRPC core's INTERNAL instead)."""
+    """How a Play stream opened with `token` ends. The gateway reads the Join, then checks the
+    token (so that the refusal never races the client's own write of it: a grpc-aio client
+    whose write is in flight when the call ends sees INTERNAL, grpc/grpc#36066)."""
     async with grpc.aio.insecure_channel(address) as ch:
         call = gateway_pb2_grpc.GatewayServiceStub(ch).Play(metadata=bearer(token),
                                                             timeout=CALL_S)
+        await call.write(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id="shard-0.t")))
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await call.read()
     return refused.value.code(), reason(refused.value)

@@ -30,6 +30,7 @@ from .session import Session, SessionLimits
 log = logging.getLogger(__name__)
 
 MAX_ACTION_ID = 64
+JOIN_WAIT_S = 10.0  # a Play stream's first message (its Join) must come within this
 
 
 class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
@@ -58,11 +59,17 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
         """One player session. Requests are read by a task of their own; responses are written
         as they come (`Session.serve`), and after each write what need not delay it (metrics,
         spans)."""
-        player = authenticate(self.tokens, context.invocation_metadata())
+        # The first message is read before the token is checked: a grpc-aio client whose Join
+        # is still being written when the call ends reports INTERNAL instead of our status
+        # (grpc/grpc#36066). It is one message of at most 64 KiB, and it must come soon.
         try:
-            first = await anext(aiter(request_iterator))
+            first = await asyncio.wait_for(anext(aiter(request_iterator)), JOIN_WAIT_S)
         except StopAsyncIteration:
             return
+        except TimeoutError:
+            raise invalid_argument("request/join-first",
+                                   f"join a table within {JOIN_WAIT_S:.0f} s") from None
+        player = authenticate(self.tokens, context.invocation_metadata())
         if first.WhichOneof("kind") != "join" or not first.join.table_id:
             raise invalid_argument("request/join-first", "the first message must join a table")
         link = self.links.for_table(first.join.table_id)  # NOT_FOUND: nothing opened
