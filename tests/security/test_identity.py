@@ -30,7 +30,7 @@ from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free
 from machiavelox.platform.errors import REASON_KEY
 from tests.security.gateway_shard import PLAYERS, create_table
 from tests.support.client import PlayClient
-from tests.support.identity import Provider, crafted, ec_key, rsa_key
+from tests.support.identity import Provider, crafted, ec_key, provider, rsa_key
 
 KEY = "identity-test-key-0123456789"
 RSA = rsa_key("rsa-1")
@@ -92,16 +92,6 @@ def own_gateway(cluster: Cluster, env: dict[str, str]) -> Iterator[Proc]:
         yield proc
     finally:
         check_all_clean([proc])
-
-
-@contextlib.contextmanager
-def own_provider(*keys: Any) -> Iterator[Provider]:
-    idp = Provider()
-    idp.publish(*keys)
-    try:
-        yield idp
-    finally:
-        idp.close()
 
 
 _tables = itertools.count(1)
@@ -254,7 +244,7 @@ async def test_a_rotated_key_is_accepted_without_a_restart_and_a_withdrawn_one_r
     """The provider replaces its key: a token of the new kid plays at its first use (the
     gateway fetches the key set off its event loop), the old key's token is refused."""
     old, new = rsa_key("old-1"), ec_key("new-1")
-    with own_provider(old) as idp, own_gateway(cluster, idp.env()) as gateway:
+    with provider(old) as idp, own_gateway(cluster, idp.env()) as gateway:
         table_id = await new_table(cluster)
         old_token = old.sign(idp.claims("ann"))
         await plays(gateway.address, old_token, table_id)
@@ -270,7 +260,7 @@ async def test_a_provider_that_hangs_or_is_down_hangs_no_call(cluster: Cluster) 
     token of a key already known keeps playing (past the key set's refresh time too), a token
     naming an unknown key is refused UNAUTHENTICATED at once (the fetch is bounded by
     MACHIAVELOX_OIDC_FETCH_TIMEOUT_S), never DEADLINE_EXCEEDED."""
-    with own_provider(RSA) as idp, own_gateway(cluster, idp.env(
+    with provider(RSA) as idp, own_gateway(cluster, idp.env(
             OIDC_FETCH_TIMEOUT_S="1", OIDC_JWKS_REFRESH_S="1")) as gateway:
         table_id = await new_table(cluster)
         known = RSA.sign(idp.claims("ann"))
