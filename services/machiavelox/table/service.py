@@ -14,7 +14,8 @@ from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import invalid_argument
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S
 
-from .shard import GatewayLink, Shard
+from .gateway_link import GatewayLink
+from .shard import Shard
 
 log = logging.getLogger(__name__)
 

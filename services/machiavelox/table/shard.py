@@ -1,4 +1,5 @@
-"""A shard: many tables on one asyncio loop, their timers, and the gateways' streams.
+"""A shard: many tables on one asyncio loop, the sequencer of each, and its gateways' streams
+(`gateway_link.py`) and timers (`deadlines.py`).
 
 The event loop is the only writer of every table, so each table's actions are applied one at
 a time in arrival order: one table, one sequencer. Outgoing items for a gateway go into that
@@ -16,11 +17,9 @@ so a refused one takes no arrival index.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import heapq
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import grpc
@@ -35,83 +34,22 @@ from machiavelox.platform.errors import (
     permission_denied,
     shown,
 )
-from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
+from .deadlines import Clock, Deadlines
+from .gateway_link import EVENT_BYTES, STEP_ITEM_BYTES, GatewayLink
 from .host import TableHost
 from .observe import ShardObserver
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], int]
 Outcome = Callable[[common_pb2.Batch], None]
 """Puts an action's ack or refusal into the batch of its actor's item."""
 ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
 
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
-# What may wait for one gateway to read (its stream's flow control holds our writes): past it
-# the gateway is too slow to serve (or does not read at all) and its stream is reset; it
-# reconnects and resubscribes. At 9,000 actions/s this is over 20 s of a shard's output.
-MAX_PENDING_BYTES = 64 * 1024 * 1024
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
-STEP_ITEM_BYTES, EVENT_BYTES = 96, 192  # what a step's item is counted for (generously)
-
-
-class GatewayLink:
-    """One gateway's multiplexed stream: an outbox flushed in frames (see `Outbox`), written
-    by `write` (the stream's send)."""
-
-    def __init__(self, name: str, write: Callable[[table_pb2.ConnectResponse], Awaitable[None]],
-                 window_s: float = DEFAULT_WINDOW_S,
-                 on_overflow: Callable[[], None] | None = None,
-                 max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
-        self.name = name
-        self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(table_pb2.ConnectResponse,
-                                                                 window_s)
-        self._write = write
-        self.on_overflow = on_overflow
-        self.max_pending_bytes = max_pending_bytes
-        self.overflowed = False
-
-    def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
-        """A new item in the frame being filled, complete (its size is accounted for)."""
-        item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id, **fields)
-        self.account(item.ByteSize())
-        return item
-
-    def account(self, nbytes: int) -> None:
-        """An item of `nbytes` (of `step_item`) is complete: it counts towards the frame's
-        bound, and towards what may wait for the gateway to read (past it: `on_overflow`)."""
-        outbox = self._outbox
-        outbox.account(nbytes)
-        if outbox.pending_bytes > self.max_pending_bytes and not self.overflowed:
-            self.overflowed = True
-            outbox.discard()
-            if self.on_overflow is not None:
-                self.on_overflow()
-
-    def step_item(self, table_id: str, player_id: str, traceparent: str) -> table_pb2.ShardItem:
-        """A new item for one step of a table (the hot path: no keyword packing)."""
-        item = self._outbox.frame().items.add(table_id=table_id, player_id=player_id)
-        if traceparent:
-            item.traceparent = traceparent
-        return item
-
-    def close(self) -> None:
-        self._outbox.close()
-
-    def hold(self) -> None:
-        """Before a frame from the gateway is handled: `flush` follows (see `Outbox.hold`)."""
-        self._outbox.hold()
-
-    async def flush(self) -> None:
-        """After a frame from the gateway: its answers go out now if the stream is quiet."""
-        await self._outbox.flush(self._write)
-
-    async def pump(self) -> None:
-        """Writes what `flush` leaves (paced frames under load) until `close`."""
-        await self._outbox.pump(self._write)
 
 
 class Shard:
@@ -130,10 +68,7 @@ class Shard:
         self.tables: dict[str, TableHost] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
         self._draining = False
-        self._deadlines: list[tuple[int, str]] = []
-        self._armed: dict[str, int] = {}  # table -> the earliest deadline the heap holds for it
-        self._wake = asyncio.Event()
-        self._sleep_until = 0  # wall ms: run_timers wakes by then (at least every second)
+        self.deadlines = Deadlines(clock)
         self._reports: set[asyncio.Task[None]] = set()
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
@@ -184,39 +119,23 @@ class Shard:
         return host
 
     def _schedule(self, host: TableHost) -> None:
-        """Arm the table's next deadline; at most one live heap entry per table."""
-        at = host.next_wall_deadline()
-        armed = self._armed.get(host.table_id)
-        if at is not None and (armed is None or at < armed):
-            self._armed[host.table_id] = at
-            heapq.heappush(self._deadlines, (at, host.table_id))
-            if at < self._sleep_until:  # earlier than run_timers' next look: wake it
-                self._wake.set()
+        self.deadlines.arm(host.table_id, host.next_wall_deadline())
 
     async def run_timers(self) -> None:
         """Fire every table's timers at their deadlines (the shard's clock drives them)."""
-        while True:
-            self._wake.clear()
-            now = self.clock()
-            while self._deadlines and self._deadlines[0][0] <= now:
-                at, table_id = heapq.heappop(self._deadlines)
-                if self._armed.get(table_id) != at:
-                    continue  # superseded by an earlier deadline armed since
-                del self._armed[table_id]
-                host = self.tables.get(table_id)
-                if host is None:
-                    continue
-                due = host.next_wall_deadline()
-                if due is None or due > now:
-                    if due is not None:
-                        self._schedule(host)
-                    continue
-                self._after(host, host.advance(now))
-            now = self.clock()
-            delay_ms = min(self._deadlines[0][0] - now if self._deadlines else 1000, 1000)
-            self._sleep_until = now + max(0, delay_ms)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, delay_ms / 1000))
+        await self.deadlines.run(self._due)
+
+    def _due(self, table_id: str, now: int) -> None:
+        """`table_id`'s armed deadline has come: advance it if it is still due."""
+        host = self.tables.get(table_id)
+        if host is None:
+            return
+        due = host.next_wall_deadline()
+        if due is None or due > now:
+            if due is not None:
+                self._schedule(host)
+            return
+        self._after(host, host.advance(now))
 
     def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
                actor: str = "", outcome: Outcome | None = None, traceparent: str = "") -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2
-from machiavelox.table.shard import MAX_REPLAY_EVENTS, PAGE_BYTES, GatewayLink, Shard
+from machiavelox.table.gateway_link import GatewayLink
+from machiavelox.table.shard import MAX_REPLAY_EVENTS, PAGE_BYTES, Shard
 
 PLAYERS = ["ann", "bob", "cy"]
 

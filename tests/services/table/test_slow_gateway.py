@@ -9,7 +9,8 @@ import asyncio
 
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2
-from machiavelox.table.shard import GatewayLink, Shard
+from machiavelox.table.gateway_link import GatewayLink
+from machiavelox.table.shard import Shard
 
 PLAYERS = ["ann", "bob", "cy"]
 
