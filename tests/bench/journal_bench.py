@@ -4,25 +4,24 @@ that prints figures, not a test).
     .venv/bin/python tests/bench/journal_bench.py [--appends N] [--max-s S] [--quick]
         [--only sqlite,pg,redis] [--dir DIR] [--pg-url URL]
 
-One append is one group commit: a batch of N journal records (N = 1, 10, 100; a record is a
-table id, a per-table index and a 100-300 byte payload, over 64 tables) written durably in one
-transaction, as a shard would write one frame's inputs before answering them. Per configuration:
-a warm-up, then up to --appends appends (2,000; --quick 200) back to back, one at a time, awaited
-from an asyncio loop, for at most --max-s seconds. Printed per configuration:
-  p50 / p99 / mean ms  the latency of one append: what the journal adds to an action's answer
-  records/s            records written per second, appends back to back (N / mean latency)
+An append is one group commit: N journal records (N = 1, 10, 100; a record is a table id, a
+per-table index and a 100-300 byte payload, over 64 tables) written durably at once, as a shard
+would write one frame's inputs before answering them; after a warm-up, --appends of them (2,000;
+--quick 200) one at a time, back to back, from an asyncio loop, for at most --max-s seconds.
+  p50 / p99 / mean ms  latency of one append: what the journal adds to an action's answer
+  records/s            records written per second with appends back to back (N / mean)
   client us            this process's CPU time per append (time.process_time, all threads)
-  server us            the server's CPU time per append (/proc/<pid>/stat of the redis-server, or
-                       of the connection's PostgreSQL backend; WAL writer, checkpointer not in it)
-Candidates (what each setting survives is printed under its table):
-- SQLite, WAL mode, a file in a temp dir: synchronous=FULL and NORMAL, executemany in one
-  transaction, run through asyncio.to_thread (as a shard would) and in the loop's thread.
-- The machine's PostgreSQL (database `test`, a table of its own, dropped at the end):
-  synchronous_commit on and off; executemany in a transaction, or one INSERT of unnest() arrays.
-- Redis Streams on redis-servers started here (AOF, appendfsync always and everysec, stopped at
-  the end) and on the machine's Redis (no persistence: the floor; its keys deleted at the end):
-  `multi`, one XADD per record (a stream per table) in one MULTI/EXEC; `packed`, one XADD per
-  batch (a stream per shard, an entry per frame). Single node: no replica, no WAIT.
+  server us            the server's CPU per append (/proc/<pid>/stat: the redis-server, or the
+                       connection's PostgreSQL backend, without the WAL writer and checkpointer)
+  survives             the worst failure an acknowledged append survives (see under each table)
+Candidates. SQLite, WAL, a file in a temp dir, synchronous=FULL and NORMAL, via asyncio.to_thread
+(as a shard would) and in the loop's thread. The machine's PostgreSQL (database `test`, tables
+of its own, dropped at the end), synchronous_commit on and off: executemany in a transaction, or
+one INSERT of unnest() arrays. Redis Streams on redis-servers started here (AOF, appendfsync
+always / everysec; stopped at the end) and on the machine's Redis (no persistence, the floor;
+its keys deleted at the end): `multi`, an XADD per record (a stream per table) in one MULTI/EXEC.
+Everywhere, `packed`: one row / stream entry per batch, the records framed in one blob (pack()).
+Single node: no replica, no WAIT.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -60,7 +60,10 @@ TABLES = 64
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PG_URLS = ("postgresql://root@127.0.0.1:5432/test", "postgresql://postgres@127.0.0.1:5432/test",
            "postgresql://127.0.0.1:5432/test")
-MACHINE_REDIS = ("127.0.0.1", 6379)
+MACHINE_REDIS = 6379
+SURVIVES = {"sqlite FULL": "power loss", "sqlite NORMAL": "shard crash", "pg sync=on": "power loss",
+            "pg sync=off": "shard crash", "redis always": "power loss",
+            "redis everysec": "store crash", "redis machine": "shard crash"}
 
 
 class Records:
@@ -93,6 +96,18 @@ class Figures:
     records_s: float
     client_us: float
     server_us: float | None
+
+    def line(self) -> str:
+        server = "-" if self.server_us is None else f"{self.server_us:.0f}"
+        survives = next(v for k, v in SURVIVES.items() if self.label.startswith(k))
+        return (f"{self.label:<31}{self.n:>4}{self.appends:>8}{self.p50_ms:>8.3f}"
+                f"{self.p99_ms:>8.3f}{self.mean_ms:>9.3f}{self.records_s:>10.0f}"
+                f"{self.client_us:>10.0f}{server:>10}  {survives}")
+
+
+def pack(batch: Batch) -> bytes:
+    """A frame's records in one blob: (table id, index, length) then the payload, each."""
+    return b"".join(struct.pack("<IQI", t, i, len(p)) + p for t, i, p in batch)
 
 
 def cpu_ticks(pid: int | None) -> int:
@@ -137,20 +152,16 @@ async def measure(label: str, n: int, append: Append, records: Records,
 
 
 def show(title: str, rows: list[Figures], notes: list[str]) -> None:
-    print(f"\n== {title}")
-    print(f"{'configuration':<26}{'N':>4}{'appends':>8}{'p50 ms':>8}{'p99 ms':>8}{'mean ms':>9}"
-          f"{'records/s':>11}{'client us':>10}{'server us':>10}")
-    for r in rows:
-        server = "-" if r.server_us is None else f"{r.server_us:.0f}"
-        print(f"{r.label:<26}{r.n:>4}{r.appends:>8}{r.p50_ms:>8.3f}{r.p99_ms:>8.3f}"
-              f"{r.mean_ms:>9.3f}{r.records_s:>11.0f}{r.client_us:>10.0f}{server:>10}")
-    for note in notes:
-        print(f"  {note}")
-    sys.stdout.flush()
+    print(f"\n== {title}\n{'configuration':<31}{'N':>4}{'appends':>8}{'p50 ms':>8}{'p99 ms':>8}"
+          f"{'mean ms':>9}{'records/s':>10}{'client us':>10}{'server us':>10}  survives")
+    print("\n".join([r.line() for r in rows] + [f"  {note}" for note in notes]), flush=True)
 
 
 # ================================================================================== SQLite
-def sqlite_write(conn: sqlite3.Connection, batch: Batch) -> None:
+def sqlite_write(conn: sqlite3.Connection, batch: Batch, packed: bool) -> None:
+    if packed:  # one statement: its own transaction
+        conn.execute("INSERT INTO frames (records) VALUES (?)", (pack(batch),))
+        return
     conn.execute("BEGIN")
     conn.executemany("INSERT INTO journal VALUES (?, ?, ?)", batch)
     conn.execute("COMMIT")
@@ -158,36 +169,36 @@ def sqlite_write(conn: sqlite3.Connection, batch: Batch) -> None:
 
 async def bench_sqlite(args: argparse.Namespace, workdir: Path) -> list[Figures]:
     rows: list[Figures] = []
-    for sync, mode in itertools.product(("FULL", "NORMAL"), ("to_thread", "in-thread")):
-        path = workdir / f"journal-{sync}-{mode}.sqlite3"
+    modes = ("to_thread", "in-thread", "to_thread packed")
+    for sync, mode in itertools.product(("FULL", "NORMAL"), modes):
+        path = workdir / f"journal-{sync}-{modes.index(mode)}.sqlite3"
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={sync}")
             conn.execute("CREATE TABLE journal (table_id INTEGER, idx INTEGER, payload BLOB "
                          "NOT NULL, PRIMARY KEY (table_id, idx)) WITHOUT ROWID")
+            conn.execute("CREATE TABLE frames (frame INTEGER PRIMARY KEY, records BLOB NOT NULL)")
 
             async def append(batch: Batch, conn: sqlite3.Connection = conn,
-                             hop: bool = mode == "to_thread") -> None:
+                             hop: bool = mode != "in-thread", packed: bool = "packed" in mode
+                             ) -> None:
                 if hop:
-                    await asyncio.to_thread(sqlite_write, conn, batch)
+                    await asyncio.to_thread(sqlite_write, conn, batch, packed)
                 else:
-                    sqlite_write(conn, batch)
+                    sqlite_write(conn, batch, packed)
 
             records = Records()
             rows += [await measure(f"sqlite {sync} {mode}", n, append, records, args)
                      for n in SIZES]
         finally:
             conn.close()
-    show(f"SQLite {sqlite3.sqlite_version} WAL, file in {workdir}", rows, [
-        "synchronous=FULL: the WAL is fsynced at every commit: an acknowledged batch survives a "
-        "process crash, an OS crash and a power loss (if the disk honours flushes); not the "
-        "loss of the disk or node.",
-        "synchronous=NORMAL: the WAL is fsynced only at checkpoints: survives a process crash "
-        "(the WAL is in the page cache); an OS crash or power loss can roll back the latest "
-        "commits (the file stays consistent).",
-        "in-thread blocks the event loop for the whole commit (fsync included); to_thread adds "
-        "the hop to the default executor and back."])
+    show(f"SQLite {sqlite3.sqlite_version}, WAL, file in {workdir}", rows, [
+        "FULL: the WAL is fsynced at every commit: survives a process crash, an OS crash, a power "
+        "loss (if the disk honours flushes); not the loss of the disk or node.",
+        "NORMAL: the WAL is fsynced at checkpoints only: survives a crash of the (shard) process; "
+        "an OS crash or power loss can roll back the latest commits, consistently.",
+        "in-thread blocks the event loop for the whole commit; to_thread adds the executor hop."])
     return rows
 
 
@@ -196,28 +207,32 @@ async def bench_pg(args: argparse.Namespace) -> list[Figures]:
     conn: psycopg.AsyncConnection[Any] | None = None
     for url in (args.pg_url,) if args.pg_url else PG_URLS:  # as tests/services/scoring does
         with contextlib.suppress(psycopg.OperationalError):
-            conn = conn or await psycopg.AsyncConnection.connect(url, autocommit=True,
-                                                                 connect_timeout=3)
+            conn = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=3)
+            break
     if conn is None:
         print("\n== PostgreSQL: not reachable, skipped")
         return []
-    table = sql.Identifier(f"journal_bench_{secrets.token_hex(6)}")
+    name = f"journal_bench_{secrets.token_hex(6)}"
+    table, frames = sql.Identifier(name), sql.Identifier(f"{name}_frames")
     rows: list[Figures] = []
     async with conn:
-        await conn.execute(sql.SQL("CREATE TABLE {} (table_id bigint, idx bigint, payload bytea "
-                                   "NOT NULL, PRIMARY KEY (table_id, idx))").format(table))
         try:
+            await conn.execute(sql.SQL("CREATE TABLE {} (table_id bigint, idx bigint, payload "
+                                       "bytea NOT NULL, PRIMARY KEY (table_id, idx))"
+                                       ).format(table))
+            await conn.execute(sql.SQL("CREATE TABLE {} (frame bigserial PRIMARY KEY, records "
+                                       "bytea NOT NULL)").format(frames))
             pid = int(conn.info.backend_pid)
             info = await (await conn.execute(
-                "SELECT version(), current_setting('wal_writer_delay'), "
+                "SELECT current_setting('server_version'), current_setting('wal_writer_delay'), "
                 "current_setting('wal_sync_method'), current_setting('fsync')")).fetchone()
             assert info is not None
-            title = (f"PostgreSQL {str(info[0]).split(' on ')[0]} at {conn.info.host}:"
-                     f"{conn.info.port} (user {conn.info.user}; fsync={info[3]}, "
-                     f"wal_sync_method={info[2]})")
+            title = (f"PostgreSQL {info[0]} at {conn.info.host}:{conn.info.port} as "
+                     f"{conn.info.user} (fsync={info[3]}, wal_sync_method={info[2]})")
             insert = sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table)
             unnest = sql.SQL("INSERT INTO {} SELECT * FROM unnest(%s::bigint[], %s::bigint[], "
                              "%s::bytea[])").format(table)
+            frame_row = sql.SQL("INSERT INTO {} (records) VALUES (%s)").format(frames)
 
             async def many(batch: Batch) -> None:
                 async with conn.transaction(), conn.cursor() as cur:
@@ -227,22 +242,24 @@ async def bench_pg(args: argparse.Namespace) -> list[Figures]:
                 await conn.execute(unnest, ([r[0] for r in batch], [r[1] for r in batch],
                                             [r[2] for r in batch]))
 
+            async def one_row(batch: Batch) -> None:
+                await conn.execute(frame_row, (pack(batch),))
+
             records = Records()
             for sync in ("on", "off"):
                 await conn.execute(sql.SQL("SET synchronous_commit = {}").format(
                     sql.Literal(sync)))
                 rows += [await measure(f"pg sync={sync} {name}", n, append, records, args, pid)
-                         for name, append in (("executemany", many), ("unnest", arrays))
+                         for name, append in (("executemany", many), ("unnest", arrays),
+                                              ("packed", one_row))
                          for n in SIZES]
         finally:
-            await conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+            await conn.execute(sql.SQL("DROP TABLE IF EXISTS {}, {}").format(table, frames))
     show(title, rows, [
-        "synchronous_commit=on: COMMIT answers after the WAL is flushed on the server: survives "
-        "a crash of the shard, of PostgreSQL, of the server's OS, a power loss; not the loss "
-        "of the server's disk (no synchronous standby here).",
-        "synchronous_commit=off: COMMIT answers before the WAL flush: a PostgreSQL crash, OS "
-        f"crash or power loss loses the commits of the last 3 x wal_writer_delay ({info[1]}) "
-        "at most, consistently (no corruption); a shard crash loses nothing acknowledged."])
+        "on: COMMIT answers once the WAL is flushed: survives a crash of the shard, of PostgreSQL, "
+        "of its OS, a power loss; not the loss of its disk (no synchronous standby here).",
+        "off: COMMIT answers before the flush: a crash of PostgreSQL or its OS, or a power loss, "
+        f"loses at most the last 3 x wal_writer_delay ({info[1]}) of commits, consistently."])
     return rows
 
 
@@ -281,7 +298,7 @@ async def redis_server(workdir: Path, fsync: str) -> AsyncIterator[tuple[int, in
 
 async def redis_rows(label: str, port: int, pid: int | None,
                      args: argparse.Namespace) -> list[Figures]:
-    client = aioredis.Redis(host=MACHINE_REDIS[0], port=port)
+    client = aioredis.Redis(host="127.0.0.1", port=port)
     prefix = f"journal-bench:{secrets.token_hex(6)}"
     try:
         if pid is None:
@@ -294,7 +311,7 @@ async def redis_rows(label: str, port: int, pid: int | None,
                 await pipe.execute()
 
         async def packed(batch: Batch) -> None:  # the shard's stream, an entry per frame
-            await client.xadd(prefix, {f"{t}:{i}": p for t, i, p in batch})
+            await client.xadd(prefix, {"r": pack(batch)})
 
         records = Records()
         return [await measure(f"redis {label} {name}", n, append, records, args, pid)
@@ -306,39 +323,29 @@ async def redis_rows(label: str, port: int, pid: int | None,
 
 async def bench_redis(args: argparse.Namespace, workdir: Path) -> list[Figures]:
     rows: list[Figures] = []
-    if shutil.which("redis-server") is None:
-        print("\n== Redis: no redis-server binary, own servers skipped")
-    else:
-        for fsync in ("always", "everysec"):
-            async with redis_server(workdir, fsync) as (port, pid):
-                rows += await redis_rows(fsync, port, pid, args)
+    for fsync in ("always", "everysec"):
+        async with redis_server(workdir, fsync) as (port, pid):
+            rows += await redis_rows(fsync, port, pid, args)
     try:
-        rows += await redis_rows("machine", MACHINE_REDIS[1], None, args)
+        rows += await redis_rows("machine", MACHINE_REDIS, None, args)
     except (OSError, aioredis.ConnectionError) as exc:
         print(f"(the machine's Redis: {exc})")
-    version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True,
-                             check=False).stdout.split()[2:3]
-    show(f"Redis Streams {' '.join(version)} (multi: XADD per record in a MULTI/EXEC; packed: "
-         "one XADD per batch; single node, no WAIT)", rows, [
-        "appendfsync=always: the AOF is fsynced before the replies of each event-loop turn: "
-        "survives a redis-server crash, an OS crash and a power loss; not the loss of the "
-        "node or disk (no replica).",
-        "appendfsync=everysec: the AOF is written before the reply, fsynced once a second in "
-        "the background: survives a redis-server crash (kill -9); an OS crash or power loss "
-        "loses up to ~1 s of acknowledged appends (~2 s if the disk stalls).",
-        "machine: the machine's Redis, no persistence: any restart of Redis loses everything."])
+    show("Redis Streams, single node, no WAIT", rows, [
+        "always: the AOF is fsynced before the replies of each event-loop turn: survives a crash "
+        "of redis-server, of its OS, a power loss; not the loss of its node or disk (no replica).",
+        "everysec: the AOF is written before the reply, fsynced each second: survives kill -9 of "
+        "redis-server; an OS crash or power loss loses up to ~1 s (~2 s if the disk stalls).",
+        "machine: no persistence: a restart of Redis loses everything (its server us counts the "
+        "other clients' commands too)."])
     return rows
 
 
 # ================================================================================== summary
 def summary(rows: list[Figures]) -> None:
-    print("\n== Summary: p50 / p99 / mean ms added per group commit, ranked (N = 10 and 100)")
+    print("\n== Summary: N = 10 and 100 by p50 (columns as above; survives, best first: power "
+          "loss, store crash = a crash of the store's process, shard crash = the client's only)")
     for n in (10, 100):
-        print(f"N={n}:")
-        for r in sorted((r for r in rows if r.n == n), key=lambda r: r.p50_ms):
-            server = "" if r.server_us is None else f", server {r.server_us:.0f} us"
-            print(f"  {r.p50_ms:7.3f} {r.p99_ms:7.3f} {r.mean_ms:7.3f}  {r.label:<26}"
-                  f"client {r.client_us:.0f} us{server}")
+        print("\n".join(r.line() for r in sorted(rows, key=lambda r: r.p50_ms) if r.n == n))
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -348,12 +355,9 @@ async def run(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="journal-bench-", dir=args.dir))
     rows: list[Figures] = []
     try:
-        if "sqlite" in only:
-            rows += await bench_sqlite(args, workdir)
-        if "pg" in only:
-            rows += await bench_pg(args)
-        if "redis" in only:
-            rows += await bench_redis(args, workdir)
+        rows += await bench_sqlite(args, workdir) if "sqlite" in only else []
+        rows += await bench_pg(args) if "pg" in only else []
+        rows += await bench_redis(args, workdir) if "redis" in only else []
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     summary(rows)
