@@ -1,5 +1,5 @@
 """A shard: many tables on one asyncio loop, the sequencer of each, and its gateways' streams
-(`gateway_link.py`) and timers (`deadlines.py`).
+(`gateway_link.py`), timers (`deadlines.py`) and the delivery of each step (`fanout.py`).
 
 The event loop is the only writer of every table, so each table's actions are applied one at
 a time in arrival order: one table, one sequencer. Outgoing items for a gateway go into that
@@ -37,15 +37,14 @@ from machiavelox.platform.errors import (
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
 from .deadlines import Clock, Deadlines
-from .gateway_link import EVENT_BYTES, STEP_ITEM_BYTES, GatewayLink
+from .fanout import Outcome, fan_out
+from .gateway_link import GatewayLink
 from .host import TableHost
 from .observe import ShardObserver
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
 
-Outcome = Callable[[common_pb2.Batch], None]
-"""Puts an action's ack or refusal into the batch of its actor's item."""
 ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
 
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
@@ -139,47 +138,13 @@ class Shard:
 
     def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
                actor: str = "", outcome: Outcome | None = None, traceparent: str = "") -> None:
-        """Deliver one step of a table to every subscribed session, report results, re-arm
-        timers. The actor's session gets its action's `outcome` (ack or refusal) in the same
-        item as the events, so one message carries the whole step. Each event is encoded once
-        (twice when it hides cards from everyone but its owner, P5), straight into the first
-        session's item when no event hides anything. `traceparent`: of the sampled action that
-        made this step, for the gateways' delivery spans."""
+        """Deliver one step of a table to every subscribed session (`fanout.py`: the actor's
+        outcome with the events, each seat's view), then report results, re-arm timers."""
         self._defer(lambda: self.observer.events(events))
+        fan_out(host.table_id, host.seats, self.subs.get(host.table_id, {}), events, actor,
+                outcome, traceparent)
         if events:
-            public: Sequence[common_pb2.Event] | None = None
-            full: dict[int, tuple[rules.Seat, common_pb2.Event]] = {}
-            if any(ev.secret_to is not None for _, ev in events):  # something hidden (P5)
-                public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
-                full = {i: (ev.secret_to, codec.event_to_pb(ev, seq))
-                        for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
-            # each session's item, about (an estimate, not ByteSize: this is every action's
-            # path; events are tens of bytes, a few hundred with many cards)
-            size = STEP_ITEM_BYTES + EVENT_BYTES * len(events)
-            for player, link in self.subs.get(host.table_id, {}).items():
-                item = link.step_item(host.table_id, player, traceparent)
-                batch = item.batch
-                if player == actor and outcome is not None:
-                    outcome(batch)
-                if public is None:  # the first session: encoded in place, the others copy
-                    add = batch.events.add
-                    for seq, ev in events:
-                        codec.fill_event(add(), ev, seq)
-                    public = batch.events
-                elif full:
-                    seat = host.seats[player]
-                    batch.events.extend([full[i][1] if i in full and full[i][0] == seat
-                                         else ev for i, ev in enumerate(public)])
-                else:
-                    batch.events.extend(public)
-                link.account(size)
             self._defer(lambda: self._report(host))
-        elif outcome is not None:
-            own = self.subs.get(host.table_id, {}).get(actor)
-            if own is not None:
-                item = own.step_item(host.table_id, actor, traceparent)
-                outcome(item.batch)
-                own.account(STEP_ITEM_BYTES)
         self._defer(lambda: self._schedule(host))
 
     def _report(self, host: TableHost) -> None:
