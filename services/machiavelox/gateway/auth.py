@@ -17,7 +17,7 @@ from typing import Protocol
 
 from machiavelox.platform.errors import ServiceError, invalid_argument, unauthenticated
 
-PLAYER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+PLAYER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")  # whole names only: use fullmatch
 
 
 class TokenVerifier(Protocol):

@@ -56,7 +56,7 @@ class GatewayObserver:
         if self.telemetry is not None:
             attributes: dict[str, str | int] = {
                 Attr.PLAYER: session.player_id, Attr.TABLE: shown(session.table_id),
-                Attr.SHARD: shown(shard), Attr.GATEWAY: self.gateway_id, Attr.ACTION_KIND: kind,
+                Attr.SHARD: shard, Attr.GATEWAY: self.gateway_id, Attr.ACTION_KIND: kind,
                 Attr.CLIENT_ACTION_ID: shown(request.client_action_id)}
             if request.client_sent_ms:
                 attributes[Attr.CLIENT_SENT_MS] = request.client_sent_ms

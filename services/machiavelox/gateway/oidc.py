@@ -113,7 +113,7 @@ class OidcTokens:
             raise unauthenticated("auth/bad-algorithm", "the token's algorithm is not its key's")
         s = self.settings
         try:
-            claims = jwt.decode(token, key.key, algorithms=[alg], audience=list(s.audience),
+            claims = jwt.decode(token, key.key, algorithms=[alg], audience=s.audience,
                                 issuer=s.issuer, leeway=s.leeway_s,
                                 options={"require": ["exp", "iss", "aud"]})
         except jwt.PyJWTError as err:

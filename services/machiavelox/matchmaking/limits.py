@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
 from .queue import WaitError
 
 Call = Literal["enqueue", "cancel", "create_friendly", "join_friendly"]
-CALLS: tuple[Call, ...] = ("enqueue", "cancel", "create_friendly", "join_friendly")
+CALLS: tuple[Call, ...] = get_args(Call)
 LIMITED = "rate/limited"
 _NAMES = {"enqueue": "Enqueue", "cancel": "CancelTicket",
           "create_friendly": "CreateFriendlyTable", "join_friendly": "JoinFriendlyTable"}

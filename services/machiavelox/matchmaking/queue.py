@@ -242,6 +242,11 @@ class FriendlyLobbies:
         code = self._open_by_creator.get(creator)
         return None if code is None else self._lobbies.get(code)
 
+    def _not_open(self, lobby: Lobby) -> None:
+        """The lobby is placed or gone: no longer its creator's open one."""
+        if self._open_by_creator.get(lobby.creator) == lobby.code:
+            del self._open_by_creator[lobby.creator]
+
     def create(self, creator: str, kind: MatchKind, now_ms: int) -> Lobby:
         """A new lobby with a fresh code; the creator joins it like everyone else. A creator
         whose lobby has no table yet gets that one back (same kind: a retried call) or is
@@ -299,8 +304,7 @@ class FriendlyLobbies:
         lobby.placing = False
         lobby.table_id = table_id
         self._by_table[table_id] = code
-        if self._open_by_creator.get(lobby.creator) == code:
-            del self._open_by_creator[lobby.creator]
+        self._not_open(lobby)
         self.roster.seat(tuple(lobby.players), table_id)
 
     def not_placed(self, code: str) -> None:
@@ -328,8 +332,7 @@ class FriendlyLobbies:
                 break
             self._by_age.popleft()
             del self._lobbies[lobby.code]
-            if self._open_by_creator.get(lobby.creator) == lobby.code:
-                del self._open_by_creator[lobby.creator]
+            self._not_open(lobby)
             for player in lobby.players:
                 if self.roster.where(player) == Spot("lobby", lobby.code):
                     self.roster.free(player)
