@@ -72,7 +72,6 @@ class ShardLink:
         self._write: Write[table_pb2.ConnectRequest] | None = None  # the stream's, when open
         self._task: asyncio.Task[None] | None = None
         self._closing = False
-        self.connected = asyncio.Event()
         self.down_since: float | None = None  # monotonic; None: up, or the first connection
         self._notice: asyncio.TimerHandle | None = None
         self.noticed = False  # this outage's sessions were told
@@ -211,7 +210,6 @@ class ShardLink:
                 self._write = write = call.write
                 pump = asyncio.create_task(self._pump(write))
                 self._state(True)
-                self.connected.set()
                 for existing in list(self.sessions.values()):  # from what each delivered
                     self.subscribe(existing, flush=False)
                 self._flush()
@@ -223,7 +221,6 @@ class ShardLink:
                             target.deliver(item, arrived_ns, arrived_perf_ns)
         finally:
             self._write = None
-            self.connected.clear()
             if pump is not None:
                 pump.cancel()
 

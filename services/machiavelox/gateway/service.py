@@ -102,16 +102,18 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             if metrics is not None:
                 metrics.stream_closed()
 
+    def _limited(self, what: str) -> None:
+        if self.observer.metrics is not None:
+            self.observer.metrics.rate_limited(what)
+
     async def _read(self, requests: AsyncIterator[gateway_pb2.PlayRequest], session: Session,
                     link: ShardLink) -> None:
         player = session.player_id
         budget = self.pace.stream()
-        metrics = self.observer.metrics
         try:
             async for request in requests:
                 if not budget():
-                    if metrics is not None:
-                        metrics.rate_limited("flood")
+                    self._limited("flood")
                     raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/flood",
                                        "too many messages on this stream")
                 kind = request.WhichOneof("kind")
@@ -122,8 +124,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                                                f"most {MAX_ACTION_ID} characters")
                     parent = self.observer.action(session, link.shard_id, action)
                     if not self.pace.action(player):  # refused here: counted as refused
-                        if metrics is not None:
-                            metrics.rate_limited("action")
+                        self._limited("action")
                         session.refuse(action.client_action_id, "rate/limited",
                                        "too many actions: slow down")
                         continue
@@ -139,8 +140,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                     if self.pace.resync(player):
                         link.resync(session)
                     else:
-                        if metrics is not None:
-                            metrics.rate_limited("resync")
+                        self._limited("resync")
                         session.refuse("", "rate/limited", "too many resyncs: slow down")
                 elif kind == "join":
                     raise invalid_argument("request/join-once", "one table per Play stream")
