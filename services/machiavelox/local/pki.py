@@ -57,8 +57,7 @@ class Pki:
 
     def tls(self, role: str) -> InternalTls:
         """The credentials of `role`, loaded (to open channels as that role)."""
-        return InternalTls.load(self.ca.read_bytes(), self.cert(role).read_bytes(),
-                                self.key(role).read_bytes(), expected_role=role)
+        return InternalTls.from_env(role, self.env(role))
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -69,6 +68,25 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "machiavelox"),
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _certificate(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey,
+                 start: datetime.datetime, end: datetime.datetime, *,
+                 ca: bool) -> x509.CertificateBuilder:
+    """What the CA's and a role's certificate share: names, key, validity, constraints, usage
+    (a CA signs certificates; a role's key signs handshakes) and its key identifier."""
+    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None),
+                           critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=ca, crl_sign=ca,
+                                         content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False,
+                                         encipher_only=False, decipher_only=False),
+                           critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                           critical=False))
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:
@@ -86,41 +104,20 @@ def make_pki(directory: Path, roles: Iterable[str] = ROLES,
     start, end = now - _SKEW, now + validity
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_subject = _name(ca_name)
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    ca = (x509.CertificateBuilder().subject_name(ca_subject).issuer_name(ca_subject)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(start).not_valid_after(end)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True,
-                                       crl_sign=True, content_commitment=False,
-                                       key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False,
-                                       decipher_only=False), critical=True)
-          .add_extension(ca_ski, critical=False)
-          .sign(ca_key, hashes.SHA256()))
+    ca = _certificate(ca_subject, ca_subject, ca_key, start, end, ca=True).sign(
+        ca_key, hashes.SHA256())
     pki = Pki(directory)
     _write(pki.ca, ca.public_bytes(serialization.Encoding.PEM))
-    aki = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski)
+    aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
     for role in roles:
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = (x509.CertificateBuilder().subject_name(_name(role)).issuer_name(ca_subject)
-                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(start).not_valid_after(end)
-                .add_extension(x509.BasicConstraints(ca=False, path_length=None),
-                               critical=True)
-                .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False,
-                                             crl_sign=False, content_commitment=False,
-                                             key_encipherment=False, data_encipherment=False,
-                                             key_agreement=False, encipher_only=False,
-                                             decipher_only=False), critical=True)
+        cert = (_certificate(_name(role), ca_subject, key, start, end, ca=False)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                       ExtendedKeyUsageOID.CLIENT_AUTH]),
                                critical=False)
                 .add_extension(x509.SubjectAlternativeName([
                     x509.UniformResourceIdentifier(role_uri(role)),
                     x509.DNSName(server_name(role))]), critical=False)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                               critical=False)
                 .add_extension(aki, critical=False)
                 .sign(ca_key, hashes.SHA256()))
         _write(pki.cert(role), cert.public_bytes(serialization.Encoding.PEM))

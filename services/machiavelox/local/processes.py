@@ -29,19 +29,16 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from machiavelox.platform.tls import InternalTls
+from machiavelox.platform.tls import InternalTls, TlsSettings, tls_env
 
 from .pki import Pki, session_pki
 
 MACHIAVELOX = [sys.executable, "-m", "machiavelox.cli"]
 PARENT_PID = "MACHIAVELOX_PARENT_PID"
-# Each command's certificate role, and whether its gRPC port is internal (mutual TLS): the
-# gateway's port is the public one, the controller's serves health only.
-ROLES = {"table": "table", "gateway": "gateway", "matchmaking": "matchmaking",
-         "scoring": "scoring", "presence": "presence", "controller": "controller"}
+# Each command's certificate role is the command's name; its gRPC port is internal (mutual
+# TLS) except these: the gateway's port is the public one, the controller's serves health only.
 PLAINTEXT = frozenset({"gateway", "controller"})
-_TLS_KEYS = ("MACHIAVELOX_INTERNAL_TLS", "MACHIAVELOX_TLS_CA", "MACHIAVELOX_TLS_CERT",
-             "MACHIAVELOX_TLS_KEY")
+_TLS_KEYS = tuple(tls_env("", "", ""))  # MACHIAVELOX_INTERNAL_TLS, MACHIAVELOX_TLS_*
 
 
 def free_port() -> int:
@@ -144,7 +141,7 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
                 "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT"}[command]
     # the child asks to get SIGTERM when this process dies (cli.stop_with_parent), so a killed
     # test run or `machiavelox up` never leaves services behind
-    full, used = with_certificate({**os.environ, **env}, ROLES[command], pki)
+    full, used = with_certificate({**os.environ, **env}, command, pki)
     full[PARENT_PID] = str(os.getpid())
     port = int(full.get(f"MACHIAVELOX_{port_key}", "0")) or free_port()
     full[f"MACHIAVELOX_{port_key}"] = str(port)
@@ -153,7 +150,7 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
                              stdout=subprocess.DEVNULL, stderr=log_path.open("wb"),
                              start_new_session=True)
     proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, allow_errors, env,
-                server_role="" if command in PLAINTEXT else ROLES[command], pki=used,
+                server_role="" if command in PLAINTEXT else command, pki=used,
                 tls_env={k: full[k] for k in _TLS_KEYS if k in full})
     if wait:
         wait_healthy(proc)
@@ -162,11 +159,8 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
 
 def credentials(proc: Proc, role: str) -> InternalTls:
     """The credentials of `role` for calls to `proc` (from the PKI it got its own from)."""
-    if not proc.server_role:
-        return InternalTls.off()
-    own = InternalTls.from_env(env=proc.tls_env)
-    if not own.enabled:
-        return own  # MACHIAVELOX_INTERNAL_TLS=off: plaintext
+    if not proc.server_role or TlsSettings.from_env(proc.tls_env).mode == "off":
+        return InternalTls.off()  # a plaintext port, or MACHIAVELOX_INTERNAL_TLS=off
     if proc.pki is None:
         raise ValueError(f"{proc.name} was started with its own certificate files: open "
                          "channels to it with InternalTls")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from machiavelox.gateway.identity import IdentitySettings
 from machiavelox.platform.observability import ObservabilitySettings
@@ -65,9 +65,13 @@ class MatchmakingSettings:
         lobby_ttl_s = env_float("MATCHMAKING_LOBBY_TTL_S", LOBBY_TTL_MS / 1000, env)
         if lobby_ttl_s <= 0:
             raise SettingsError("MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S must be positive")
-        rates = AgoraRates(**{  # MATCHMAKING_ENQUEUE_RATE, ..._JOIN_FAILED_BURST
-            f.name: env_rate(f"MATCHMAKING_{f.name.upper()}", getattr(DEFAULT_RATES, f.name), env)
-            for f in fields(AgoraRates)})
+        rates = AgoraRates(
+            enqueue=env_rate("MATCHMAKING_ENQUEUE", DEFAULT_RATES.enqueue, env),
+            cancel=env_rate("MATCHMAKING_CANCEL", DEFAULT_RATES.cancel, env),
+            create_friendly=env_rate("MATCHMAKING_CREATE_FRIENDLY",
+                                     DEFAULT_RATES.create_friendly, env),
+            join_friendly=env_rate("MATCHMAKING_JOIN_FRIENDLY", DEFAULT_RATES.join_friendly, env),
+            join_failed=env_rate("MATCHMAKING_JOIN_FAILED", DEFAULT_RATES.join_failed, env))
         return cls(
             host=env_str("MATCHMAKING_HOST", "127.0.0.1", env),
             port=port,

@@ -30,7 +30,7 @@ import grpc
 
 from .errors import ServiceError, abort, permission_denied, unauthenticated
 from .ratelimit import Rate, RateLimits
-from .tls import ROLES, role_of_uri
+from .tls import ROLES, role_of_uris
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +84,7 @@ def peer_role(context: Any) -> str | None:
     auth = context.auth_context()
     if auth.get("transport_security_type") != [b"ssl"]:
         return None
-    roles = {role_of_uri(uri.decode(errors="replace")) for uri in auth.get("peer_uri", ())}
-    roles.discard(None)
-    return roles.pop() if len(roles) == 1 else None
+    return role_of_uris(uri.decode(errors="replace") for uri in auth.get("peer_uri", ()))
 
 
 def refusal(method: str, role: str | None,

@@ -46,15 +46,14 @@ EXIT_CODES = ("exit codes: 0 stopped cleanly; 1 could not start (a port taken, a
               "unreachable); 2 bad command line or settings")
 
 _NAME = re.compile(r"(?:MACHIAVELOX|OTEL)_[A-Z0-9_]*[A-Z0-9]")
-_MENTION = re.compile(r"(?:MACHIAVELOX|OTEL)_[A-Z0-9_]*[A-Z0-9]"
-                      r"|(?<![A-Za-z0-9])_[A-Z][A-Z0-9_]*[A-Z0-9]")  # and short forms: _BURST
+_MENTION = re.compile(_NAME.pattern
+                      + r"|(?<![A-Za-z0-9])_[A-Z][A-Z0-9_]*[A-Z0-9]")  # and short forms: _BURST
 _BRACES = re.compile(r"((?:MACHIAVELOX|OTEL)_[A-Z0-9_]*)\{([A-Z0-9_,]+)\}([A-Z0-9_]*)")
 # How a settings module reads a MACHIAVELOX_ setting (platform/settings.py's helpers).
 _READS = (
     (re.compile(r"env_(?:str|int|float|bool|map|port)\(\s*\"([A-Z0-9_]+)\""), ("",)),
     (re.compile(r"env_rate\(\s*\"([A-Z0-9_]+)\""), ("_RATE", "_BURST")),
-    (re.compile(r"env_(grace_s)\("), ("",)),
-    (re.compile(r"env_(log_level)\("), ("",)),
+    (re.compile(r"env_(grace_s|log_level)\("), ("",)),
 )
 
 

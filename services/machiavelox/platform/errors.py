@@ -165,7 +165,11 @@ def decoder(deserializer: Callable[[bytes], Any] | None, method: str,
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Maps ServiceError and RulesError raised by a servicer to a status with its reason, and
-    gives every handler the `decoder` of its requests (`request/malformed`)."""
+    gives every handler the `decoder` of its requests (`request/malformed`). A method's handler
+    is wrapped once, not on every call."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple[Any, Any]] = {}  # method -> (handler, wrapped handler)
 
     async def intercept_service(
         self,
@@ -175,11 +179,13 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return _wrap(handler, _method_name(handler_call_details.method))
-
-
-def _method_name(method: str | bytes) -> str:
-    return method.decode(errors="replace") if isinstance(method, bytes) else str(method)
+        method = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _wrap(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
 
 
 def _to_service_error(exc: Exception) -> ServiceError | None:

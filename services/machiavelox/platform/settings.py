@@ -112,6 +112,8 @@ def env_rate(name: str, default: Rate, env: Mapping[str, str] | None = None) -> 
     """A rate limit from `<name>_RATE` (per second, > 0) and `<name>_BURST` (at once, >= 1)."""
     per_s = env_float(f"{name}_RATE", default.per_s, env)
     burst = env_float(f"{name}_BURST", default.burst, env)
-    if per_s <= 0 or burst < 1:
-        raise SettingsError(f"{PREFIX}{name}_RATE must be > 0 and {PREFIX}{name}_BURST >= 1")
-    return Rate(per_s, burst)
+    try:
+        return Rate(per_s, burst)  # checks per_s > 0, burst >= 1
+    except ValueError:
+        raise SettingsError(f"{PREFIX}{name}_RATE must be > 0 and {PREFIX}{name}_BURST >= 1"
+                            ) from None

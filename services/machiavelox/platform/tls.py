@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,13 @@ def role_of_uri(uri: str) -> str | None:
         return None
     role = uri[len(_URI_PREFIX):]
     return role if role in ROLES else None
+
+
+def role_of_uris(uris: Iterable[str]) -> str | None:
+    """The one role `uris` (a certificate's URI SANs) name; None: none of ours, or several."""
+    roles = {role_of_uri(uri) for uri in uris}
+    roles.discard(None)
+    return roles.pop() if len(roles) == 1 else None
 
 
 def server_name(role: str) -> str:
@@ -119,9 +126,7 @@ def certificate_role(cert: x509.Certificate) -> str | None:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return None
-    roles = {role_of_uri(uri) for uri in san.get_values_for_type(x509.UniformResourceIdentifier)}
-    roles.discard(None)
-    return roles.pop() if len(roles) == 1 else None
+    return role_of_uris(san.get_values_for_type(x509.UniformResourceIdentifier))
 
 
 def _check(ca: bytes, cert: bytes, key: bytes, expected_role: str | None) -> str:
