@@ -58,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -449,6 +450,42 @@ def step_line(r: StepResult) -> str:
             f"{lg:5.0f}% {r.cpu['other']:5.0f}% {r.cpu['machine']:5.0f}%  {r.lag_p99:6.1f} "
             f"{r.late:5d} {r.skipped:5d} {r.refused:4d} {r.calate:6.0f}  {verdict} {r.label}"
             ).rstrip()
+
+
+# ================================================= configurations compared (A/B benches)
+def comparison_parser(description: str) -> argparse.ArgumentParser:
+    """The command line of a bench that compares service configurations under the same load
+    (tracing_bench.py, tls_bench.py)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--tables", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--step-s", type=float, default=10.0)
+    parser.add_argument("--quiet-wait", type=float, default=120.0,
+                        help="the longest to wait for a quiet machine before a measurement (s)")
+    return parser
+
+
+def compare_rounds(args: argparse.Namespace, configs: tuple[str, ...], tmp: Path, out: TextIO,
+                   setup: Callable[[str], dict[str, str]]) -> dict[str, list[StepResult]]:
+    """`args.rounds` interleaved rounds (so the machine's background load touches every
+    configuration alike) of a capacity step of `args.tables` tables through the gateway per
+    configuration, each on a fresh shard and gateway; `setup(config)` is called before each
+    and gives the services' extra settings. Each step's line is printed as it ends."""
+    OPTIONS["via"] = "gateway"
+    OPTIONS["quiet_wait_s"] = args.quiet_wait
+    width = max(map(len, configs)) + 1
+    results: dict[str, list[StepResult]] = {c: [] for c in configs}
+    for r in range(args.rounds):
+        for config in configs:
+            cap = Capacity(tmp, 1, 30, args.step_s, 3.0, None, out, env=setup(config))
+            try:
+                cap.wait_quiet()
+                step = cap.step(args.tables, f"{config} round {r + 1}")
+            finally:
+                cap.close()
+            results[config].append(step)
+            print(f"  {config:{width}s} round {r + 1}: {step_line(step)}", file=out, flush=True)
+    return results
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

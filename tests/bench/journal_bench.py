@@ -51,13 +51,15 @@ import psycopg
 import redis.asyncio as aioredis
 from psycopg import sql
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_procs import CLK_TCK, cpu_ticks
+
 Record = tuple[int, int, bytes]  # table id, index in that table's journal, payload
 Batch = list[Record]
 Append = Callable[[Batch], Awaitable[None]]
 
 SIZES = (1, 10, 100)
 TABLES = 64
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 PG_URLS = ("postgresql://root@127.0.0.1:5432/test", "postgresql://postgres@127.0.0.1:5432/test",
            "postgresql://127.0.0.1:5432/test")
 MACHINE_REDIS = 6379
@@ -110,16 +112,9 @@ def pack(batch: Batch) -> bytes:
     return b"".join(struct.pack("<IQI", t, i, len(p)) + p for t, i, p in batch)
 
 
-def cpu_ticks(pid: int | None) -> int:
-    """utime + stime of a process, in clock ticks (0: none or unreadable)."""
-    if pid is None:
-        return 0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])
+def ticks_of(pid: int | None) -> int:
+    """utime + stime of the server's process, in clock ticks (0: none or unreadable)."""
+    return 0 if pid is None else cpu_ticks(pid)
 
 
 def pct(ordered: list[int], q: float) -> float:
@@ -134,7 +129,7 @@ async def measure(label: str, n: int, append: Append, records: Records,
     batches = [records.batch(n) for _ in range(args.appends)]  # built outside the timed loop
     latencies: list[int] = []
     deadline = time.perf_counter_ns() + int(args.max_s * 1e9)
-    cpu0, server0, t0 = time.process_time(), cpu_ticks(server_pid), time.perf_counter_ns()
+    cpu0, server0, t0 = time.process_time(), ticks_of(server_pid), time.perf_counter_ns()
     for batch in batches:
         start = time.perf_counter_ns()
         await append(batch)
@@ -143,7 +138,7 @@ async def measure(label: str, n: int, append: Append, records: Records,
         if end >= deadline:
             break
     wall_s = (time.perf_counter_ns() - t0) / 1e9
-    client_s, server_ticks = time.process_time() - cpu0, cpu_ticks(server_pid) - server0
+    client_s, server_ticks = time.process_time() - cpu0, ticks_of(server_pid) - server0
     done = len(latencies)
     latencies.sort()
     return Figures(label, n, done, pct(latencies, 50), pct(latencies, 99),

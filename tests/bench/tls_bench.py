@@ -15,7 +15,6 @@ and of both (microseconds of CPU time per action: a process saturates at 1 / tha
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -36,35 +35,21 @@ def per_action(step: cb.StepResult, process: str) -> float:
     return step.cpu[process] * 1e4 / max(1.0, step.achieved)
 
 
+def use(config: str) -> dict[str, str]:
+    """Set up `config` (no settings of its own: `start` reads OPTIONS)."""
+    OPTIONS["internal_tls"] = config  # the services' and the helpers' settings
+    return {}
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--step-s", type=float, default=10.0)
-    parser.add_argument("--quiet-wait", type=float, default=120.0,
-                        help="the longest to wait for a quiet machine before a measurement (s)")
-    args = parser.parse_args(argv)
-    OPTIONS["via"] = "gateway"
-    OPTIONS["quiet_wait_s"] = args.quiet_wait
+    args = cb.comparison_parser(__doc__.splitlines()[0]).parse_args(argv)
     out = sys.stdout
     started = time.monotonic()
     print(f"internal TLS bench: {args.tables} tables through one gateway and one shard, "
           f"{args.rounds} interleaved rounds of {args.step_s:.0f} s per configuration",
           file=out, flush=True)
-    results: dict[str, list[cb.StepResult]] = {c: [] for c in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="tls-bench-") as tmp_name:
-        tmp = Path(tmp_name)
-        for r in range(args.rounds):
-            for config in CONFIGS:
-                OPTIONS["internal_tls"] = config  # the services' and the helpers' settings
-                cap = cb.Capacity(tmp, 1, 30, args.step_s, 3.0, None, out)
-                try:
-                    cap.wait_quiet()
-                    step = cap.step(args.tables, f"{config} round {r + 1}")
-                finally:
-                    cap.close()
-                results[config].append(step)
-                print(f"  {config:5s} round {r + 1}: {cb.step_line(step)}", file=out, flush=True)
+        results = cb.compare_rounds(args, CONFIGS, Path(tmp_name), out, use)
     print("summary (medians over rounds; CPU per action in us)", file=out)
     base: dict[str, float] = {}
     for config in CONFIGS:

@@ -19,19 +19,16 @@ CPU per action is 5% less throughput. Target: the default costs under 5%.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 import cluster_bench as cb  # noqa: E402
-from bench_common import OPTIONS  # noqa: E402
 
 from tests.support.otlp_receiver import Receiver  # noqa: E402
 
@@ -48,38 +45,19 @@ def env_for(config: str, receiver: Receiver) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--step-s", type=float, default=10.0)
-    parser.add_argument("--quiet-wait", type=float, default=120.0,
-                        help="the longest to wait for a quiet machine before a measurement (s)")
-    args = parser.parse_args(argv)
-    OPTIONS["via"] = "gateway"
-    OPTIONS["quiet_wait_s"] = args.quiet_wait
+    args = cb.comparison_parser(__doc__.splitlines()[0]).parse_args(argv)
     out = sys.stdout
     started = time.monotonic()
     print(f"tracing bench: {args.tables} tables through one gateway and one shard, "
           f"{args.rounds} interleaved rounds of {args.step_s:.0f} s per configuration",
           file=out, flush=True)
-    results: dict[str, list[Any]] = {c: [] for c in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="tracing-bench-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "otlp").mkdir()
         receiver = Receiver(tmp / "otlp")
         try:
-            for r in range(args.rounds):
-                for config in CONFIGS:
-                    cap = cb.Capacity(tmp, 1, 30, args.step_s, 3.0, None, out,
-                                      env=env_for(config, receiver))
-                    try:
-                        cap.wait_quiet()
-                        step = cap.step(args.tables, f"{config} round {r + 1}")
-                    finally:
-                        cap.close()
-                    results[config].append(step)
-                    print(f"  {config:8s} round {r + 1}: {cb.step_line(step)}", file=out,
-                          flush=True)
+            results = cb.compare_rounds(args, CONFIGS, tmp, out,
+                                        lambda config: env_for(config, receiver))
             spans = len(receiver.spans())
         finally:
             receiver.stop()

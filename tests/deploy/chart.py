@@ -44,6 +44,12 @@ def render(values: dict[str, Any] | None = None) -> list[Manifest]:
     return copy.deepcopy(list(_render(json.dumps(values or {}, sort_keys=True))))
 
 
+def install(values: dict[str, Any]) -> None:
+    """Render `values` as `helm install` would, its checks included: raises where it refuses."""
+    with helm.Chart.load(str(CHART)) as chart:
+        chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+
+
 def notes(values: dict[str, Any] | None = None) -> str:
     with helm.Chart.load(str(CHART)) as chart:
         rendered = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE)

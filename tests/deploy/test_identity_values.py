@@ -10,7 +10,7 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from tests.deploy.chart import CHART, NAMESPACE, full, one, pod_spec, render, value_set
+from tests.deploy.chart import full, install, one, pod_spec, render, value_set
 
 OIDC = {"issuer": "https://login.example.invalid/realms/games", "audience": "machiavelox"}
 
@@ -18,11 +18,6 @@ OIDC = {"issuer": "https://login.example.invalid/realms/games", "audience": "mac
 def env_of(docs: list[dict[str, Any]], component: str) -> dict[str, str | None]:
     [container] = pod_spec(one(docs, "Deployment", full(component)))["containers"]
     return {e["name"]: e.get("value") for e in container["env"]}
-
-
-def install(values: dict[str, Any]) -> None:
-    with helm.Chart.load(str(CHART)) as chart:
-        chart.render(values, name="mx", namespace=NAMESPACE, is_install=True)
 
 
 @pytest.mark.parametrize("name", ["default", "production", "postgres-redis"])

@@ -11,14 +11,9 @@ import helm_python as helm
 import pytest
 import yaml
 
-from tests.deploy.chart import CHART, NAMESPACE, VALUE_SETS
+from tests.deploy.chart import CHART, VALUE_SETS, install
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
-
-
-def install(values: dict[str, Any]) -> None:
-    with helm.Chart.load(str(CHART)) as chart:
-        chart.render(values, name="mx", namespace=NAMESPACE, is_install=True)
 
 
 @pytest.mark.parametrize(("values", "message"), [

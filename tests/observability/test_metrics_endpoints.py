@@ -23,7 +23,6 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import (
     MACHIAVELOX,
     aio_channel,
@@ -31,17 +30,13 @@ from machiavelox.local.processes import (
     start,
     with_certificate,
 )
+from tests.support.client import hmac_bearer
 
 from .conftest import KEY, Services, scrape, value
 
 pytestmark = pytest.mark.timeout(120)
 
 HANDLED = "grpc_server_handled_total"
-
-
-def bearer(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
 
 
 async def test_every_service_serves_grpc_server_metrics(services: Services) -> None:
@@ -67,7 +62,7 @@ async def test_every_service_serves_grpc_server_metrics(services: Services) -> N
         stub_mm = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
         await stub_mm.CreateFriendlyTable(
             matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
-            metadata=bearer("ann"), timeout=5)
+            metadata=hmac_bearer(KEY, "ann"), timeout=5)
         with pytest.raises(grpc.aio.AioRpcError) as unauthenticated:
             await stub_mm.CreateFriendlyTable(
                 matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
@@ -115,7 +110,7 @@ async def test_a_stream_the_client_leaves_is_counted_cancelled(services: Service
     matchmaking = services.matchmaking({"shard-0": shard})
     async with aio_channel(matchmaking, "gateway") as ch:
         call = matchmaking_pb2_grpc.MatchmakingServiceStub(ch).Enqueue(
-            matchmaking_pb2.EnqueueRequest(), metadata=bearer("ann"))
+            matchmaking_pb2.EnqueueRequest(), metadata=hmac_bearer(KEY, "ann"))
         first = await call.read()
         assert first.update.WhichOneof("kind") == "waiting"
         waiting = scrape(services.metrics["matchmaking"])

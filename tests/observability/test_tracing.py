@@ -24,20 +24,14 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import aio_channel
 from machiavelox.platform.telemetry import Attr, SpanName
-from tests.support.client import PlayClient, login
+from tests.support.client import PlayClient, hmac_bearer, login
 from tests.support.otlp_receiver import Receiver, Span
 
 from .conftest import KEY, Services
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def bearer(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
 
 
 def new_traceparent() -> tuple[str, str, str]:
@@ -83,7 +77,7 @@ async def test_server_spans_continue_the_callers_trace(traced_services: Services
         tp, tid, sid = new_traceparent()
         await matchmaking_pb2_grpc.MatchmakingServiceStub(ch).CreateFriendlyTable(
             matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
-            metadata=(*bearer("ann"), ("traceparent", tp)), timeout=5)
+            metadata=(*hmac_bearer(KEY, "ann"), ("traceparent", tp)), timeout=5)
         calls["machiavelox.v1.MatchmakingService/CreateFriendlyTable"] = (tid, sid)
     # A call without a traceparent starts a trace of its own.
     async with aio_channel(shard, "matchmaking") as ch:
@@ -124,7 +118,7 @@ async def test_a_placement_is_one_trace_from_matchmaking_to_the_shard(
     players = ("ann", "bob", "cy")
     async with aio_channel(matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
-        streams = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(p))
+        streams = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=hmac_bearer(KEY, p))
                    for p in players]
         tables = set()
         for stream in streams:

@@ -101,6 +101,14 @@ def refusal_code(response: gateway_pb2.PlayResponse) -> str:
     return response.refused.refusal.code if response.WhichOneof("kind") == "refused" else ""
 
 
+async def draw_index(client: PlayClient, seat: rules.Seat) -> int:
+    """Draw, and the arrival index of its ack (1: the table's first action, so the table
+    still plays)."""
+    client.act(rules.Draw(seat))
+    ack = await client.until(lambda r: r.WhichOneof("kind") == "ack")
+    return int(ack.ack.arrival_index)
+
+
 async def drawn_card(client: PlayClient, seat: rules.Seat) -> rules.Card:
     """Draw, and the card drawn (from the player's own `drew` event)."""
     client.act(rules.Draw(seat))

@@ -23,7 +23,8 @@ import pytest
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
 from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
 from machiavelox.matchmaking.codes import code_ref, new_code
-from tests.support.agora import STEP_S, bearer, next_update, reason, tokens
+from tests.support.agora import STEP_S, next_update, reason, tokens
+from tests.support.client import bearer
 
 KEY = "security-test-key-0123456789"
 SINGLE = matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE)

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, table_pb2, table_pb2_grpc
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import Proc, channel, check_all_clean, free_port, start
 from machiavelox.platform.errors import (
     MALFORMED_REASON,
@@ -31,6 +30,7 @@ from machiavelox.platform.errors import (
     ServiceError,
     decoder,
 )
+from tests.support.client import hmac_bearer
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -139,10 +139,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
 def test_a_gateway_answers_every_frame_with_a_reason(gateway: Proc, sent: list[bytes]) -> None:
     """ann's Play stream gets the frames, then her side closes: whatever they decode to, the
     call ends with OK or a refusal carrying its reason."""
-    token, _ = HmacTokens(KEY.encode()).issue("ann")
     with channel(gateway, "app") as ch:
-        replies = ch.stream_stream(PLAY)(iter(sent), metadata=(
-            ("authorization", f"Bearer {token}"),), timeout=5)
+        replies = ch.stream_stream(PLAY)(iter(sent), metadata=hmac_bearer(KEY, "ann"),
+                                         timeout=5)
         try:
             for _ in replies:
                 pass

@@ -31,12 +31,11 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
 from machiavelox.platform.errors import SHOWN_CHARS
 from machiavelox.platform.telemetry import Attr, SpanName
 from tests.deploy.chart import container_env, full, one, pod_spec, render, value_set
-from tests.support.client import PlayClient, login
+from tests.support.client import PlayClient, hmac_bearer, login
 from tests.support.otlp_receiver import Receiver, Span
 
 pytestmark = pytest.mark.timeout(180)
@@ -101,11 +100,6 @@ def client_trace() -> tuple[tuple[tuple[str, str], ...], str, str]:
             ("tracestate", "app=forced")), trace_id, span_id
 
 
-def bearer(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
-
-
 def instance(span: Span) -> str:
     return str(span["resource"].get("service.instance.id", ""))
 
@@ -120,7 +114,7 @@ async def login_and_create(gateway: Proc) -> tuple[str, str]:
             gw.LoginRequest(player="ann"), metadata=login_md, timeout=5)
         await matchmaking_pb2_grpc.MatchmakingServiceStub(ch).CreateFriendlyTable(
             matchmaking_pb2.CreateFriendlyTableRequest(kind=table_pb2.MATCH_KIND_SINGLE),
-            metadata=(*bearer("ann"), *create_md), timeout=5)
+            metadata=(*hmac_bearer(KEY, "ann"), *create_md), timeout=5)
     return login_trace, create_trace
 
 

@@ -29,7 +29,7 @@ from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
 from machiavelox.platform.errors import REASON_KEY
 from tests.security.gateway_shard import PLAYERS, create_table
-from tests.support.client import PlayClient
+from tests.support.client import PlayClient, bearer
 from tests.support.identity import Provider, crafted, ec_key, provider, rsa_key
 
 KEY = "identity-test-key-0123456789"
@@ -109,10 +109,6 @@ def reason(err: grpc.aio.AioRpcError) -> str:
         if key == REASON_KEY:
             return str(value)
     return ""
-
-
-def bearer(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
 
 
 @contextlib.asynccontextmanager

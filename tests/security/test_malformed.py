@@ -46,7 +46,6 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import (
     Proc,
     aio_channel,
@@ -59,7 +58,7 @@ from machiavelox.platform.errors import MALFORMED_REASON, REASON_KEY
 from tests.controller.fake_kube import running
 from tests.controller.test_controller_processes import start_controller
 from tests.security.malformed_frames import bad_frames
-from tests.support.client import PlayClient, login
+from tests.support.client import PlayClient, hmac_bearer, login
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -105,11 +104,6 @@ def procs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]
             check_all_clean(started.values())
         finally:
             kube.close()
-
-
-def bearer(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
 
 
 # ---------------------------------------------------------------------------------- targets
@@ -193,8 +187,8 @@ def valid_call(procs: dict[str, Proc], service: str) -> None:
     elif service == "matchmaking":
         with channel_to(proc, "gateway") as ch:
             cancelled = matchmaking_pb2_grpc.MatchmakingServiceStub(ch).CancelTicket(
-                matchmaking_pb2.CancelTicketRequest(ticket_id="none"), metadata=bearer("ann"),
-                timeout=5)
+                matchmaking_pb2.CancelTicketRequest(ticket_id="none"),
+                metadata=hmac_bearer(KEY, "ann"), timeout=5)
             assert not cancelled.cancelled
     elif service == "scoring":
         with channel_to(proc, "results-reader") as ch:
@@ -219,7 +213,7 @@ def send_bad(ch: grpc.Channel, target: Target, frame: bytes) -> tuple[
         grpc.StatusCode, str, list[bytes]]:
     """Send `frame` as `target`'s request (on a request stream, a valid frame after it); the
     final status, its reason, what was received."""
-    metadata = bearer("ann") if target.token else ()
+    metadata = hmac_bearer(KEY, "ann") if target.token else ()
     received: list[bytes] = []
     if target.style == "unary":
         call = ch.unary_unary(target.method).with_call
@@ -328,7 +322,7 @@ def ann_joins_then_sends_garbage(gateway: Proc, table: str) -> tuple[grpc.Status
     first = ""
     with channel_to(gateway, "app") as ch:
         replies = ch.stream_stream("/machiavelox.v1.GatewayService/Play")(
-            frames(), metadata=bearer("ann"), timeout=2 * WITHIN_S)
+            frames(), metadata=hmac_bearer(KEY, "ann"), timeout=2 * WITHIN_S)
         try:
             for raw in replies:
                 if not first:
@@ -363,7 +357,7 @@ def test_a_relayed_refusal_carries_one_prefix(procs: dict[str, Proc]) -> None:
     for proc, role in ((procs["matchmaking"], "gateway"), (procs["gateway"], "app")):
         with channel_to(proc, role) as ch, pytest.raises(grpc.RpcError) as raised:
             matchmaking_pb2_grpc.MatchmakingServiceStub(ch).CreateFriendlyTable(
-                request, metadata=bearer("cy"), timeout=5)
+                request, metadata=hmac_bearer(KEY, "cy"), timeout=5)
         answers.append((status_of(raised.value)[:2], raised.value.details()))
     direct, relayed = answers
     assert direct == relayed

@@ -24,10 +24,11 @@ from tests.security.gateway_shard import (
     cluster,
     conclude_request,
     create_table,
+    draw_index,
     refusal_code,
     seated,
 )
-from tests.support.client import login
+from tests.support.client import bearer, login
 
 FLOOD = 400
 
@@ -39,7 +40,7 @@ def flood_heartbeats(address: str, token: str) -> tuple[grpc.StatusCode, str]:
                   for _ in range(2000))]
     with grpc.insecure_channel(address) as channel:
         call = gateway_pb2_grpc.GatewayServiceStub(channel).Play(
-            iter(requests), metadata=(("authorization", f"Bearer {token}"),), timeout=20)
+            iter(requests), metadata=bearer(token), timeout=20)
         try:
             for _ in call:
                 pass
@@ -117,9 +118,7 @@ async def test_a_message_flood_ends_the_stream(tmp_path: Path) -> None:
             assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "rate/flood" in details
             again = await seated(ch, "ann", "shard-0.t1")
-            again.act(rules.Draw(rules.Seat.P1))
-            ack = await again.until(lambda r: r.WhichOneof("kind") == "ack")
-            assert ack.ack.arrival_index == 1
+            assert await draw_index(again, rules.Seat.P1) == 1
             await again.close()
 
 

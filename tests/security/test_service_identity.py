@@ -46,7 +46,6 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.pki import Pki, make_pki, session_pki
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
 from machiavelox.local.up import KEY, launch, metrics_port, stop_all
@@ -59,6 +58,7 @@ from machiavelox.platform.authz import (
 from machiavelox.platform.errors import REASON_KEY, ErrorInterceptor
 from machiavelox.platform.tls import ROLES, server_name
 from tests.observability.conftest import scrape, value
+from tests.support.client import hmac_bearer
 
 PROTOS = Path(__file__).resolve().parents[2] / "proto" / "machiavelox" / "v1"
 LIVE = "shard-0.live"  # a table in play: VICTIM is seated at it
@@ -101,11 +101,6 @@ def proto_services() -> dict[str, list[Method]]:
 INTERNAL = [m for name in INTERNAL_SERVICES for m in proto_services()[name]]
 
 
-def bearer(player: str) -> tuple[tuple[str, str], ...]:
-    token, _ = HmacTokens(KEY.encode()).issue(player)
-    return (("authorization", f"Bearer {token}"),)
-
-
 def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[str, str], ...]]:
     """A request that hurts when served (fresh ids each time: a success always shows), and its
     metadata (a valid token of `player` where the service checks one)."""
@@ -140,7 +135,7 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
         "GetPresence": presence_pb2.GetPresenceRequest(player_ids=[player]),
         "WatchLiveness": presence_pb2.WatchLivenessRequest(player_ids=[player]),
     }
-    metadata = bearer(player) if method.service == "MatchmakingService" else ()
+    metadata = hmac_bearer(KEY, player) if method.service == "MatchmakingService" else ()
     return requests[method.name], metadata
 
 

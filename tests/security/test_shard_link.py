@@ -20,12 +20,13 @@ from tests.security.gateway_shard import (
     cluster,
     conclude_request,
     create_table,
+    draw_index,
     refusal_code,
     rss_kb,
     seated,
     shard_env,
 )
-from tests.support.client import PlayClient, login
+from tests.support.client import PlayClient, bearer, login
 
 ATTACKS = 100  # the race is not hit every time: enough tries that it is
 # the pace rules out of the way (their own tests are in test_pace.py)
@@ -106,9 +107,7 @@ async def test_a_dead_shard_is_told_in_band_and_the_link_comes_back(tmp_path: Pa
                     break
                 await asyncio.sleep(0.1)
             cy = await seated(ch, "cy", "shard-0.t2")
-            cy.act(rules.Draw(rules.Seat.P3))
-            ack = await cy.until(lambda r: r.WhichOneof("kind") == "ack")
-            assert ack.ack.arrival_index == 1
+            assert await draw_index(cy, rules.Seat.P3) == 1
             for client in (ann, bob, cy):
                 await client.close()
 
@@ -124,7 +123,7 @@ async def test_only_configured_shards_are_routed_to(tmp_path: Path) -> None:
         await create_table(c.shard, "shard-0.t1")
         async with app(c.gateway.address) as ch:
             token = await login(ch, "mallory")
-            metadata = (("authorization", f"Bearer {token}"),)
+            metadata = bearer(token)
             before = rss_kb(c.gateway)
 
             stub = gateway_pb2_grpc.GatewayServiceStub(ch)
@@ -175,9 +174,7 @@ async def test_an_oversized_id_is_refused_and_reaches_no_shard(tmp_path: Path, s
             assert err.value.code() == code
             assert len(err.value.details() or "") < 200
             bob = await seated(ch, "bob", "shard-0.t1")
-            bob.act(rules.Draw(rules.Seat.P2))
-            ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
-            assert ack.ack.arrival_index == 1
+            assert await draw_index(bob, rules.Seat.P2) == 1
             await bob.close()
 
 
@@ -199,7 +196,5 @@ async def test_an_idle_link_is_closed_and_opened_again_on_use(tmp_path: Path) ->
             assert c.series(c.gateway, "machiavelox_gateway_shard_link_up") == []
             assert any(r.get("msg") == "gateway disconnected" for r in c.shard.logs())
             bob = await seated(ch, "bob", "shard-0.t1")
-            bob.act(rules.Draw(rules.Seat.P2))
-            ack = await bob.until(lambda r: r.WhichOneof("kind") == "ack")
-            assert ack.ack.arrival_index == 1
+            assert await draw_index(bob, rules.Seat.P2) == 1
             await bob.close()

@@ -15,10 +15,6 @@ from tests.support.client import login
 STEP_S = 10.0  # the longest any single expected answer may take
 
 
-def bearer(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
 def reason(err: grpc.aio.AioRpcError) -> str | None:
     """The machine-readable reason of a refusal (the `machiavelox-reason` trailer)."""
     for key, value in err.trailing_metadata() or ():

@@ -12,8 +12,22 @@ import grpc
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
 from machiavelox.bots.responses import unbatch
+from machiavelox.gateway.auth import HmacTokens
 
 _ids = itertools.count(1)
+Metadata = tuple[tuple[str, str], ...]
+
+
+def bearer(token: str) -> Metadata:
+    """The call metadata that carries a player's bearer token."""
+    return (("authorization", f"Bearer {token}"),)
+
+
+def hmac_bearer(key: str, player: str) -> Metadata:
+    """`bearer` of a development token for `player`, minted with the services' HMAC `key`
+    (as the gateway's Login would issue it)."""
+    token, _ = HmacTokens(key.encode()).issue(player)
+    return bearer(token)
 
 
 async def login(channel: grpc.aio.Channel, player: str) -> str:
@@ -43,7 +57,7 @@ class PlayClient:
     def open(self, table_id: str, last_seq: int = 0, batched: bool = False) -> None:
         """Join; with `batched`, `next` still returns single messages (a Batch unbatched), and
         `batches` keeps what came on the wire."""
-        metadata = (("authorization", f"Bearer {self.token}"),) if self.token else ()
+        metadata = bearer(self.token) if self.token else ()
         self.call = self.stub.Play(self._gen(), metadata=metadata)
         self._pending.clear()
         self._requests.put_nowait(gateway_pb2.PlayRequest(

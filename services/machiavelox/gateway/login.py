@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import grpc
 
-from machiavelox.platform.errors import ServiceError
+from machiavelox.platform.errors import ServiceError, resource_exhausted
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
 from .auth import HmacTokens
@@ -51,6 +51,6 @@ class DevLogin:
         bucket = self.limits.bucket(source_of(peer), now)
         if not bucket.take(now):
             wait_s = math.ceil(bucket.retry_after_s(now))
-            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/limited",
+            raise resource_exhausted("rate/limited",
                                f"too many logins from this address; retry in {wait_s} s")
         return self.tokens.issue(player)

@@ -13,7 +13,6 @@ from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 from machiavelox.platform.tls import InternalTls
 
 from .agora import AgoraRelay
-from .auth import HmacTokens
 from .identity import build_verifier
 from .links import ShardLinks
 from .login import DevLogin
@@ -43,8 +42,7 @@ async def serve(settings: GatewaySettings) -> None:
                                 connect=tls.connector("presence"))
     observer = GatewayObserver(metrics, obs.telemetry, settings.gateway_id)
     verifier = build_verifier(settings.identity)
-    login = DevLogin(HmacTokens(settings.identity.token_key) if settings.dev_login else None,
-                     settings.login_rate)
+    login = DevLogin(verifier.hmac if settings.dev_login else None, settings.login_rate)
     servicer = Gateway(verifier, links, presence, observer,
                        GatewayPace(settings.pace), settings.session_limits, login=login)
 

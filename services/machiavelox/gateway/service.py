@@ -13,11 +13,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
-
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
-from machiavelox.platform.errors import ServiceError, invalid_argument
+from machiavelox.platform.errors import ServiceError, invalid_argument, resource_exhausted
 
 from .auth import TokenVerifier, authenticate
 from .links import ShardLink, ShardLinks
@@ -114,7 +112,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
             async for request in requests:
                 if not budget():
                     self._limited("flood")
-                    raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/flood",
+                    raise resource_exhausted("rate/flood",
                                        "too many messages on this stream")
                 kind = request.WhichOneof("kind")
                 if kind == "action":

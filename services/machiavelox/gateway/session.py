@@ -25,7 +25,7 @@ import grpc
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2
 from machiavelox.platform.eager import start_eagerly
-from machiavelox.platform.errors import ServiceError
+from machiavelox.platform.errors import ServiceError, resource_exhausted
 
 from .observe import GatewayObserver, Pending
 
@@ -242,7 +242,7 @@ class Session:
         self._over = True
         self._out.clear()
         self._queued_bytes = 0
-        self.failure = ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "session/slow",
+        self.failure = resource_exhausted("session/slow",
                                     "the app reads too slowly; resume from the last event")
         self._end()
 

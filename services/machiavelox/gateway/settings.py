@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from machiavelox.platform.ratelimit import Rate
 from machiavelox.platform.settings import (
     SettingsError,
+    env_batch_window_s,
     env_bool,
     env_float,
+    env_grace_s,
     env_int,
     env_log_level,
     env_map,
+    env_port,
     env_rate,
     env_str,
 )
@@ -71,26 +74,21 @@ class GatewaySettings:
         return cls(
             gateway_id=env_str("GATEWAY_ID", "gateway"),
             host=env_str("GATEWAY_HOST", "127.0.0.1"),
-            port=env_int("GATEWAY_PORT", 7000, minimum=0),
+            port=env_port("GATEWAY_PORT", 7000),
             identity=identity,
             dev_login=dev_login,
             login_rate=env_rate("GATEWAY_LOGIN", DEFAULT_LOGINS),
             shards=shards,
             presence=env_str("PRESENCE_ADDRESS", ""),
             matchmaking=env_str("GATEWAY_MATCHMAKING_ADDRESS", ""),
-            batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
+            batch_window_s=env_batch_window_s(),
             pace=PaceSettings(actions=env_rate("GATEWAY_ACTION", DEFAULT_ACTIONS),
                               resyncs=env_rate("GATEWAY_RESYNC", DEFAULT_RESYNCS),
                               messages=env_rate("GATEWAY_MESSAGE", DEFAULT_MESSAGES)),
             session_limits=limits,
             link_idle_s=max(1.0, env_float("GATEWAY_LINK_IDLE_S", 300.0)),
-            grace_s=env_float("GRACE_S", 5.0),
+            grace_s=env_grace_s(),
             log_level=env_log_level("INFO"),
             trust_traceparent=env_bool("GATEWAY_TRUST_TRACEPARENT", False),
         )
 
-
-def _window(ms: float) -> float:
-    if not 0 <= ms <= 50:
-        raise SettingsError("MACHIAVELOX_BATCH_WINDOW_MS must be between 0 and 50")
-    return ms / 1000

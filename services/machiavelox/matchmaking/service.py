@@ -57,11 +57,11 @@ from machiavelox._gen.v1 import (
 )
 from machiavelox.gateway.auth import TokenVerifier, authenticate
 from machiavelox.platform.errors import (
-    ServiceError,
     failed_precondition,
     invalid_argument,
     not_found,
     permission_denied,
+    resource_exhausted,
     unavailable,
 )
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry
@@ -156,7 +156,7 @@ def refusals() -> Iterator[None]:
     except Refused as err:
         raise failed_precondition(err.reason, err.message) from None
     except Limited as err:
-        raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, err.reason, err.message) from None
+        raise resource_exhausted(err.reason, err.message) from None
     except WaitError as err:  # pragma: no cover - every WaitError is one of the above
         raise failed_precondition(err.reason, err.message) from None
 

@@ -75,6 +75,10 @@ def failed_precondition(reason: str, message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
 
 
+def resource_exhausted(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, reason, message)
+
+
 def unavailable(reason: str, message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAVAILABLE, reason, message)
 

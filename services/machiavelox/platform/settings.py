@@ -91,6 +91,15 @@ def env_port(name: str, default: int, env: Mapping[str, str] | None = None) -> i
     return port
 
 
+def env_batch_window_s(default_ms: float = 2.0, env: Mapping[str, str] | None = None) -> float:
+    """MACHIAVELOX_BATCH_WINDOW_MS (0-50): frame pacing of a multiplexed stream under load
+    (platform/outbox.py), in seconds."""
+    ms = env_float("BATCH_WINDOW_MS", default_ms, env)
+    if not 0 <= ms <= 50:
+        raise SettingsError(f"{PREFIX}BATCH_WINDOW_MS must be between 0 and 50, not {ms}")
+    return ms / 1000
+
+
 def env_grace_s(default: float = 5.0, env: Mapping[str, str] | None = None) -> float:
     """MACHIAVELOX_GRACE_S: how long in-flight calls get after SIGTERM."""
     grace_s = env_float("GRACE_S", default, env)

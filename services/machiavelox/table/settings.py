@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from machiavelox.platform.ratelimit import Rate
 from machiavelox.platform.settings import (
     SettingsError,
+    env_batch_window_s,
     env_float,
+    env_grace_s,
     env_int,
     env_log_level,
+    env_port,
     env_rate,
     env_str,
 )
@@ -46,16 +49,16 @@ class TableSettings:
         return cls(
             shard_id=env_str("SHARD_ID", os.environ.get("HOSTNAME") or socket.gethostname()),
             host=env_str("TABLE_HOST", "127.0.0.1"),
-            port=env_int("TABLE_PORT", 7100, minimum=0),
+            port=env_port("TABLE_PORT", 7100),
             capacity=env_int("TABLE_CAPACITY", 2000, minimum=1),
             scoring=env_str("SCORING_ADDRESS", ""),
             presence=env_str("PRESENCE_ADDRESS", ""),
             time_scale=_positive(env_float("TABLE_TIME_SCALE", 1.0)),
-            batch_window_s=_window(env_float("BATCH_WINDOW_MS", 2.0)),
+            batch_window_s=env_batch_window_s(),
             drain_s=max(0.0, env_float("TABLE_DRAIN_S", 0.0)),
             deal_seed=env_int("TABLE_DEAL_SEED", 0) if env_str("TABLE_DEAL_SEED", "") else None,
             action_rate=env_rate("TABLE_ACTION", DEFAULT_ACTION_RATE),
-            grace_s=env_float("GRACE_S", 5.0),
+            grace_s=env_grace_s(),
             log_level=env_log_level("INFO"),
         )
 
@@ -65,8 +68,3 @@ def _positive(scale: float) -> float:
         raise SettingsError("MACHIAVELOX_TABLE_TIME_SCALE must be positive")
     return scale
 
-
-def _window(ms: float) -> float:
-    if not 0 <= ms <= 50:
-        raise SettingsError("MACHIAVELOX_BATCH_WINDOW_MS must be between 0 and 50")
-    return ms / 1000

@@ -22,8 +22,6 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-import grpc
-
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, table_pb2
 from machiavelox.platform.errors import (
@@ -32,6 +30,7 @@ from machiavelox.platform.errors import (
     invalid_argument,
     not_found,
     permission_denied,
+    resource_exhausted,
     shown,
 )
 from machiavelox.platform.ratelimit import Rate, RateLimits
@@ -264,7 +263,7 @@ class Shard:
              arrived_ns: int) -> None:
         player, req = item.player_id, item.action
         if not self.limits.allow((host.table_id, player), time.monotonic()):
-            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate/limited",
+            raise resource_exhausted("rate/limited",
                                "too many actions: slow down")
         action = codec.action_from_pb(host.seats[player], req.action)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",

@@ -21,8 +21,8 @@ from machiavelox._gen.v1 import (
 )
 from machiavelox.gateway.auth import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
-from tests.support.agora import STEP_S, bearer, next_update, reason, tokens
-from tests.support.client import PlayClient
+from tests.support.agora import STEP_S, next_update, reason, tokens
+from tests.support.client import PlayClient, bearer
 
 KEY = "test-key-0123456789abcdef"
 
