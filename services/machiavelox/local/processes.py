@@ -8,6 +8,11 @@ certificate of its role from a throwaway PKI (`local/pki.py`: the caller's, or t
 `session_pki`) unless the environment already names one (or sets MACHIAVELOX_INTERNAL_TLS).
 `channel` and `aio_channel` open a channel to a started service as a given role, the way
 tests talk to internal services directly.
+
+A `Proc` keeps the command and environment it was started with, so `Proc.respawn` can start it
+again after a crash (`local/supervisor.py` does, for `machiavelox up`): same port, settings and
+log file (appended to), and the same `Proc` object, its `popen` replaced. `Proc.stop` marks it
+stopped on purpose: it is never respawned after that.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +46,10 @@ PARENT_PID = "MACHIAVELOX_PARENT_PID"
 # TLS) except these: the gateway's port is the public one, the controller's serves health only.
 PLAINTEXT = frozenset({"gateway", "controller"})
 _TLS_KEYS = tuple(tls_env("", "", ""))  # MACHIAVELOX_INTERNAL_TLS, MACHIAVELOX_TLS_*
+# Respawned services are started from this one long-lived thread: a child's PR_SET_PDEATHSIG
+# (cli.stop_with_parent) fires when the *thread* that forked it ends, so a respawn from a
+# short-lived thread (a supervisor's, stopped before the cluster is) would stop the service.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="machiavelox-spawn")
 
 
 def free_port() -> int:
@@ -94,6 +105,10 @@ class Proc:
     server_role: str = ""  # the role its port's certificate names; "" = a plaintext port
     pki: Pki | None = None  # the PKI whose certificates it got (None: the caller's own files)
     tls_env: dict[str, str] = field(default_factory=dict)  # its MACHIAVELOX_*TLS* settings
+    argv: list[str] = field(default_factory=list)  # its command line ([]: cannot respawn)
+    spawn_env: dict[str, str] = field(default_factory=dict, repr=False)  # its whole environment
+    stopped: bool = False  # stopped on purpose (`stop`): never respawned
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def logs(self) -> list[dict[str, object]]:
         out = []
@@ -105,15 +120,31 @@ class Proc:
         return out
 
     def stop(self, timeout: float = 15.0) -> int:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
+        with self.lock:  # no respawn from now on, nor one half done
+            self.stopped = True
+            popen = self.popen
+        if popen.poll() is None:
+            popen.send_signal(signal.SIGTERM)
             try:
-                self.popen.wait(timeout)
+                popen.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+                popen.kill()
+                popen.wait()
                 raise AssertionError(f"{self.name} did not stop on SIGTERM") from None
-        return self.popen.returncode
+        return popen.returncode
+
+    def respawn(self) -> bool:
+        """Start its command again, with the same environment (port, settings, certificate),
+        its stderr appended to the same log; `popen` becomes the new process. False, and
+        nothing started, if it was stopped on purpose or is still running."""
+        if not self.argv:
+            raise ValueError(f"{self.name} was not started by `start`: its command is unknown")
+        with self.lock:
+            if self.stopped or self.popen.poll() is None:
+                return False
+            self.popen = _SPAWNER.submit(
+                spawn, self.argv, self.spawn_env, self.log_path, True).result()
+            return True
 
     def check_clean(self) -> None:
         code = self.stop()
@@ -145,16 +176,24 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
     full[PARENT_PID] = str(os.getpid())
     port = int(full.get(f"MACHIAVELOX_{port_key}", "0")) or free_port()
     full[f"MACHIAVELOX_{port_key}"] = str(port)
+    full.setdefault("MACHIAVELOX_DATA_DIR", str(tmp / f"{name}-data"))  # (a shard's journal)
     log_path = tmp / f"{name}.log"
-    popen = subprocess.Popen([*MACHIAVELOX, command], env=full,
-                             stdout=subprocess.DEVNULL, stderr=log_path.open("wb"),
-                             start_new_session=True)
-    proc = Proc(name, popen, f"127.0.0.1:{port}", log_path, allow_errors, env,
-                server_role="" if command in PLAINTEXT else command, pki=used,
-                tls_env={k: full[k] for k in _TLS_KEYS if k in full})
+    argv = [*MACHIAVELOX, command]
+    proc = Proc(name, spawn(argv, full, log_path), f"127.0.0.1:{port}", log_path,
+                allow_errors, env, server_role="" if command in PLAINTEXT else command,
+                pki=used, tls_env={k: full[k] for k in _TLS_KEYS if k in full}, argv=argv,
+                spawn_env=full)
     if wait:
         wait_healthy(proc)
     return proc
+
+
+def spawn(argv: list[str], env: dict[str, str], log_path: Path,
+          append: bool = False) -> subprocess.Popen[bytes]:
+    """Start `argv` in its own session, its stderr (the JSON logs) to `log_path`."""
+    with log_path.open("ab" if append else "wb") as log:  # the child keeps its own copy
+        return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                start_new_session=True)
 
 
 def credentials(proc: Proc, role: str) -> InternalTls:

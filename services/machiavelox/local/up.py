@@ -15,6 +15,11 @@ The services speak mutual TLS to each other as in production: `up` makes a throw
 certificate per role at start (`pki.py`, in a temporary directory printed at start-up and
 deleted at the end), and each service gets its role's. The gateway's own port, the one apps
 use, stays plaintext on loopback.
+
+A service that crashes while up runs (killed, out of memory, any exit) is restarted on its own
+(`supervisor.py`), with the same port, settings and data dir, its log appended to the same
+file; one line says so. Restarts back off from 0.5 s to 10 s; a service restarted more than 5
+times within 60 s is given up on, with a message, and the rest keep running.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from .pki import Pki, remove, throwaway_pki
 from .processes import Proc, free_ports, start
+from .supervisor import Supervisor
 
 KEY = "local-development-key-not-a-secret"
 NAMES = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
@@ -79,6 +85,7 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
         for shard in ("shard-0", "shard-1"):
             procs[shard] = start(shard, "table", {
                 **own(shard), "MACHIAVELOX_SHARD_ID": shard,
+                "MACHIAVELOX_DATA_DIR": str(data_dir),  # its journal: journal-<shard>.sqlite3
                 "MACHIAVELOX_TABLE_PORT": str(ports[shard]),
                 "MACHIAVELOX_TABLE_TIME_SCALE": str(time_scale),
                 "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}",
@@ -143,6 +150,7 @@ def main(argv: list[str]) -> int:
           f"end); to call scoring yourself (e.g. `machiavelox bots`): {reader}", flush=True)
     print("metrics: " + ", ".join(f"{name} http://127.0.0.1:{metrics_port(proc)}/metrics"
                                   for name, proc in procs.items()), flush=True)
+    supervisor = Supervisor(procs).start()
     code = 0
     try:
         if args.demo:
@@ -155,11 +163,15 @@ def main(argv: list[str]) -> int:
             code = 0 if all(o.result is not None for o in outcomes) else 1
         else:
             print("press Ctrl-C to stop", flush=True)
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+            stops = {signal.SIGINT, signal.SIGTERM}
+            # blocked first, or an unhandled SIGTERM ends the process at once, no cleanup
+            signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+            signal.sigwait(stops)
     except KeyboardInterrupt:
         pass
     finally:
         print("stopping ...", flush=True)
+        supervisor.stop()  # first: the services' exits from here on are no crashes
         bad = stop_all(procs)
         remove(pki)
         if bad:

@@ -54,8 +54,11 @@ class Outbox(Generic[F]):
 
     def __init__(self, new_frame: Callable[[], F], window_s: float = DEFAULT_WINDOW_S,
                  min_batch: int = DEFAULT_MIN_BATCH,
-                 max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_FRAME_BYTES, gated: bool = False) -> None:
         self.new_frame = new_frame
+        self.gated = gated
+        self._unstaged: list[tuple[F, int]] = []  # gated: sealed, not yet staged
+        self._staged: deque[tuple[int, F, int]] = deque()  # gated: (write, frame, size)
         self.window_s = window_s
         self.min_batch = min_batch
         self.max_bytes = max_bytes
@@ -81,7 +84,7 @@ class Outbox(Generic[F]):
         frame = self._frame
         if frame is None:
             frame = self._frame = self.new_frame()
-            if not self._held:
+            if not self._held and not self.gated:
                 self._ready.set()
         return frame
 
@@ -91,7 +94,7 @@ class Outbox(Generic[F]):
         self._bytes += nbytes
         self.pending_bytes += nbytes
         if self._bytes >= self.max_bytes and self._frame is not None:
-            self._sealed.append((self._frame, self._bytes))
+            (self._unstaged if self.gated else self._sealed).append((self._frame, self._bytes))
             self._frame = None
             self._bytes = 0
 
@@ -99,11 +102,53 @@ class Outbox(Generic[F]):
         """Forget everything pending (a stream that broke: its items are made again)."""
         self._frame = None
         self._sealed.clear()
+        self._unstaged.clear()
+        self._staged.clear()
         self._bytes = self.pending_bytes = 0
 
     @property
     def pending(self) -> bool:
-        return self._frame is not None or bool(self._sealed)
+        return (self._frame is not None or bool(self._sealed) or bool(self._unstaged)
+                or bool(self._staged))
+
+    @property
+    def _sendable(self) -> bool:
+        return bool(self._sealed) or (self._frame is not None and not self.gated)
+
+    # ------------------------------------------------------------------ gated
+    def stage(self, write: int) -> None:
+        """Gated: everything added so far waits for journal write number `write`."""
+        staged = self._staged
+        for frame, nbytes in self._unstaged:
+            staged.append((write, frame, nbytes))
+        self._unstaged.clear()
+        if self._frame is not None:
+            staged.append((write, self._frame, self._bytes))
+            self._frame = None
+            self._bytes = 0
+
+    def committed(self, write: int) -> None:
+        """Gated: journal writes up to number `write` are stored: what they cover may go."""
+        staged = self._staged
+        moved = False
+        while staged and staged[0][0] <= write:
+            _, frame, nbytes = staged.popleft()
+            self._sealed.append((frame, nbytes))
+            moved = True
+        if moved and not self._held:
+            self._ready.set()
+
+    def drop_uncommitted(self) -> None:
+        """Gated: a journal write failed: forget every item it or a later one would cover."""
+        dropped = sum(nbytes for _, nbytes in self._unstaged) + self._bytes
+        dropped += sum(nbytes for _, _, nbytes in self._staged)
+        self._unstaged.clear()
+        self._staged.clear()
+        self._frame = None
+        self._bytes = 0
+        self.pending_bytes -= dropped
+        if self._closed:
+            self._ready.set()
 
     def close(self) -> None:
         """No more items: what is pending still goes out, then `pump` returns."""
@@ -123,13 +168,13 @@ class Outbox(Generic[F]):
     def release(self) -> None:
         """Hand what is pending to the pump."""
         self._held = False
-        if self.pending:
+        if self._sendable:
             self._ready.set()
 
     async def flush(self, write: Write[F]) -> bool:
         """Write what is pending now, from the caller's task, if the stream is quiet and no
         write is in flight; otherwise leave it to `pump`. True when it wrote. Ends a `hold`."""
-        if not self.pending or self.pacing or self._busy:
+        if not self._sendable or (self.pacing and not self.gated) or self._busy:
             self.release()
             return False
         self._held = False
@@ -144,8 +189,8 @@ class Outbox(Generic[F]):
             if wait > 0 and self.pacing and not self._closed and not self._sealed:
                 await asyncio.sleep(wait)  # busy: let the frame fill
             self._ready.clear()
-            if self.pending and not self._busy:  # (else `flush` is writing: it wakes the
-                await self._send(write)          # pump if more came)
+            if self._sendable and not self._busy:  # (else `flush` is writing: it wakes
+                await self._send(write)            # the pump if more came)
             if self._closed and not self.pending:
                 return
 
@@ -154,7 +199,7 @@ class Outbox(Generic[F]):
         is handed to the pump when the write is done."""
         if self._sealed:
             frame, nbytes = self._sealed.popleft()
-        elif self._frame is not None:
+        elif self._frame is not None and not self.gated:
             frame, nbytes = self._frame, self._bytes
             self._frame = None
             self._bytes = 0
@@ -167,5 +212,5 @@ class Outbox(Generic[F]):
         finally:
             self._busy = False
             self._last = time.monotonic()
-            if self.pending:
+            if self._sendable:
                 self._ready.set()

@@ -24,10 +24,15 @@ class GatewayLink:
     def __init__(self, name: str, write: Callable[[table_pb2.ConnectResponse], Awaitable[None]],
                  window_s: float = DEFAULT_WINDOW_S,
                  on_overflow: Callable[[], None] | None = None,
-                 max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
+                 max_pending_bytes: int = MAX_PENDING_BYTES, gated: bool = False) -> None:
+        """`gated`: the shard journals; nothing leaves before the journal write that covers
+        it is stored (`stage`, `committed`, `drop_uncommitted`: a `journal.Watcher`)."""
         self.name = name
-        self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(table_pb2.ConnectResponse,
-                                                                 window_s)
+        self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(
+            table_pb2.ConnectResponse, window_s, gated=gated)
+        self.stage = self._outbox.stage
+        self.committed = self._outbox.committed
+        self.drop_uncommitted = self._outbox.drop_uncommitted
         self._write = write
         self.on_overflow = on_overflow
         self.max_pending_bytes = max_pending_bytes

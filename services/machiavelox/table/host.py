@@ -4,14 +4,27 @@ Actions are applied one at a time in arrival order (the shard's event loop is th
 writer); each gets an arrival index, the fairness rule made observable (M2.3, M6.4). Every event
 gets the table's next sequence number; the log keeps them all, so a session resuming from any
 sequence number gets exactly what it missed, redacted for its seat (P5).
+
+Every input that changes the table is written down in its journal (`records.py`) as it is
+applied: an accepted action or presence change with its arrival index and table time, a timer
+advance that produced events, a long match's next deal, an interruption. `restore` rebuilds the
+table from those records through the same code paths, so a replayed table is the live one:
+same events, same sequence numbers, same arrival indices.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from machiavelox import rules
+from machiavelox._gen.v1 import common_pb2, journal_pb2
 from machiavelox.rules.view import view_for
+
+from . import records
+from .records import JournalCorruptError, Recorder
+
+INTERRUPTED = "interrupted"  # the event of a table that no shard served for a while
 
 
 @dataclass
@@ -27,7 +40,7 @@ class Applied:
 class TableHost:
     def __init__(self, table_id: str, players: list[str], kind: rules.MatchKind,
                  competitive: bool, created_wall_ms: int, deal: rules.Deal | None = None,
-                 time_scale: float = 1.0) -> None:
+                 time_scale: float = 1.0, journal: Recorder | None = None) -> None:
         if len(players) != 3 or len(set(players)) != 3:
             raise ValueError("a table seats three different players (M1.5)")
         self.table_id = table_id
@@ -43,7 +56,61 @@ class TableHost:
         self.log: list[tuple[int, int, str, rules.Action]] = []  # (arrival, at_ms, player, action)
         self.events: list[rules.Event] = []  # seq = index + 1
         self.arrivals = 0
-        self.reported = 0  # smazzate already reported to scoring
+        self.reported = 0  # smazzate whose result scoring has stored (journaled)
+        self.reporting = 0  # smazzate whose report has been sent (in flight or stored)
+        self.closed = ""  # why the table's journal ended ("" while it is open)
+        self._deals: deque[rules.Deal] | None = None  # while replaying: the journaled deals
+        self.journal = journal if journal is not None else Recorder()
+        self.journal.add(records.opened(self.players, kind, competitive, created_wall_ms,
+                                        time_scale, first))
+
+    @classmethod
+    def restore(cls, table_id: str, data: bytes | bytearray,
+                journal: Recorder | None = None) -> TableHost:
+        """The table as its journal `data` leaves it, replayed through the engine (inputs at
+        their journaled table times and arrival indices); its journal is `data`, durable.
+        Raises JournalCorruptError when the journal does not replay."""
+        recs = list(records.iter_records(data))
+        if not recs or recs[0].WhichOneof("kind") != "opened":
+            raise JournalCorruptError(f"the journal of {table_id} does not open the table")
+        head = recs[0].opened
+        host = cls(table_id, list(head.player_ids), records.kind_from_record(head.kind),
+                   head.competitive, head.origin_ms, records.deal_from_record(head.deal),
+                   head.time_scale or 1.0, records.NoRecorder())
+        host._deals = deque(records.deal_from_record(r.deal) for r in recs
+                            if r.WhichOneof("kind") == "deal")
+        for record in recs[1:]:
+            host._replay(record)
+        host._deals = None
+        host.journal = journal if journal is not None else Recorder()
+        host.journal.data[:] = data
+        host.journal.durable = len(data)
+        host.reporting = host.reported
+        return host
+
+    def _replay(self, record: journal_pb2.JournalRecord) -> None:
+        kind = record.WhichOneof("kind")
+        if kind == "input":
+            entry = record.input
+            action = records.action_from_record(entry)
+            done = self._apply_at(self.players[action.player], action, entry.at_ms,
+                                  int(entry.arrival))
+            if (done.error is not None) != entry.refused:
+                raise JournalCorruptError(f"{self.table_id}: journaled input {entry.arrival} "
+                                          f"is not judged alike on replay ({done.error})")
+            self._check(entry.seq)
+        elif kind == "advanced":
+            self._record(self.match.advance(record.advanced.at_ms))
+            self._check(record.advanced.seq)
+        elif kind == "interrupted":
+            gap = record.interrupted
+            self._interrupt(gap.at_ms, gap.duration_ms, gap.origin_ms)
+        elif kind == "reported":
+            self.reported = max(self.reported, record.reported.smazzata)
+        elif kind == "closed":
+            self.closed = record.closed.reason or "ended"
+        elif kind != "deal":
+            raise JournalCorruptError(f"{self.table_id}: unknown record {kind}")
 
     # ------------------------------------------------------------------ time
     def table_ms(self, wall_ms: int) -> int:
@@ -58,25 +125,72 @@ class TableHost:
         return None if at is None else self.origin_ms + int(-(-at // self.time_scale))
 
     # ------------------------------------------------------------------ sequencer
-    def apply(self, player_id: str, action: rules.Action, wall_ms: int) -> Applied:
-        """Apply one action of a seated player (callers check the seat) at arrival."""
-        self.arrivals += 1
-        now = self.table_ms(wall_ms)
+    def _check(self, seq: int) -> None:
+        if seq != self.seq:
+            raise JournalCorruptError(f"{self.table_id}: replayed to event {self.seq} where "
+                                      f"the journal says {seq}")
+
+    def apply(self, player_id: str, action: rules.Action, wall_ms: int,
+              wire: common_pb2.Action | None = None) -> Applied:
+        """Apply one action of a seated player (callers check the seat) at arrival; `wire`:
+        the action as it came, journaled as is."""
+        return self._apply_at(player_id, action, self.table_ms(wall_ms), self.arrivals + 1, wire)
+
+    def _apply_at(self, player_id: str, action: rules.Action, now: int, arrival: int,
+                  wire: common_pb2.Action | None = None) -> Applied:
+        self.arrivals = arrival
+        was = self.match.now_ms
         timer_events = self.match.advance(now)
-        done = Applied(self.arrivals, events=self._record(timer_events))
+        done = Applied(arrival, events=self._record(timer_events))
         try:
             produced = self.match.apply(action, now)
         except rules.RulesError as err:
-            done.error = err
+            done.error = err  # (the table is as it was, but for its clock and timers)
+            if self.match.now_ms != was or done.events:
+                self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
+                                                      refused=True))
             return done
-        self.log.append((self.arrivals, now, player_id, action))
+        self.log.append((arrival, now, player_id, action))
         recorded = self._record(produced)
+        self.journal.add(records.action_input(arrival, now, action, self.seq, wire))
         done.events += recorded
         done.first_seq = recorded[0][0] if recorded else len(self.events)
         return done
 
     def advance(self, wall_ms: int) -> list[tuple[int, rules.Event]]:
-        return self._record(self.match.advance(self.table_ms(wall_ms)))
+        now = self.table_ms(wall_ms)
+        was = self.match.now_ms
+        events = self._record(self.match.advance(now))
+        if self.match.now_ms != was:
+            self.journal.add(records.advanced(now, self.seq))
+        return events
+
+    def resume(self, wall_ms: int) -> list[tuple[int, rules.Event]]:
+        """After a restart: the table's clock goes on from its last journaled instant, so the
+        time no shard served it counts for no rule; every seat is told how long that was (one
+        `interrupted` event, detail: the outage in wall-clock ms)."""
+        at = self.match.now_ms
+        last_wall = self.origin_ms + int(at / self.time_scale)
+        origin = wall_ms - int(at / self.time_scale)
+        duration = max(0, wall_ms - last_wall)
+        self.journal.add(records.interrupted(at, duration, origin))
+        return self._interrupt(at, duration, origin)
+
+    def _interrupt(self, at: int, duration: int, origin: int) -> list[tuple[int, rules.Event]]:
+        self.origin_ms = origin
+        return self._record([rules.Event(INTERRUPTED, at, detail=str(duration))])
+
+    def mark_reported(self, smazzata: int) -> None:
+        """Scoring has stored the smazzata's result."""
+        if smazzata > self.reported:
+            self.reported = smazzata
+            self.journal.add(records.reported(smazzata))
+
+    def close(self, reason: str = "ended") -> None:
+        """The table leaves the shard: its journal ends."""
+        if not self.closed:
+            self.closed = reason
+            self.journal.add(records.closed(reason))
 
     def _record(self, events: list[rules.Event]) -> list[tuple[int, rules.Event]]:
         out = []
@@ -90,7 +204,13 @@ class TableHost:
         """A long match in its pause gets its next deal at once; it starts when the pause ends."""
         m = self.match
         if m.needs_deal:
-            deal = rules.shuffled_deal()
+            if self._deals is not None:  # replaying: the deal that was drawn
+                if not self._deals:
+                    raise JournalCorruptError(f"{self.table_id}: a journaled deal is missing")
+                deal = self._deals.popleft()
+            else:
+                deal = rules.shuffled_deal()
+                self.journal.add(records.next_deal(deal))
             self.deals.append(deal)
             m.deal_next(deal, m.now_ms)
 
@@ -115,10 +235,15 @@ class TableHost:
     def finished(self) -> bool:
         return self.match.result is not None
 
+    @property
+    def settled(self) -> bool:
+        """Ended, and every result stored in scoring."""
+        return self.finished and self.reported >= len(self.match.smazzate)
+
     def smazzate_to_report(self) -> list[tuple[int, rules.SmazzataResult]]:
-        """Ended smazzate not yet reported to scoring: (number from 1, result)."""
+        """Ended smazzate whose report has not been sent: (number from 1, result)."""
         out = []
         for number, table in enumerate(self.match.smazzate, 1):
-            if number > self.reported and table.result is not None:
+            if number > self.reporting and table.result is not None:
                 out.append((number, table.result))
         return out

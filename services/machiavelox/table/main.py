@@ -17,9 +17,11 @@ from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 from machiavelox.platform.tls import InternalTls
 
+from .journal_store import open_journal
 from .metrics import ShardMetrics
 from .observe import ShardObserver
 from .presence import PresenceWatcher
+from .recovery import recover
 from .reporting import ScoringReporter
 from .service import TableAuthority
 from .settings import TableSettings
@@ -42,7 +44,11 @@ async def serve(settings: TableSettings) -> None:
     reporter = ScoringReporter(settings.scoring, settings.shard_id, tls.connector("scoring"))
     shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
                   settings.time_scale, ShardObserver(metrics, obs.telemetry),
-                  settings.deal_seed, settings.action_rate)
+                  settings.deal_seed, settings.action_rate, settings.resume_grace_s)
+    if settings.journal != "off":  # every table it owns, back before it serves
+        store = await open_journal(settings.journal, settings.shard_id,
+                                   settings.journal_timeout_s)
+        await recover(shard, store)
     metrics.track_load(lambda: shard.tables_in_play, lambda: shard.players, shard.capacity)
     servicer = TableAuthority(shard, settings.batch_window_s)
     watcher = PresenceWatcher(settings.presence, shard, tls.connector("presence"))
@@ -53,15 +59,16 @@ async def serve(settings: TableSettings) -> None:
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                       ["machiavelox.v1.TableAuthorityService"], register, name="table",
                       observability=obs, tls=tls)
-    timers = asyncio.create_task(shard.run_timers())
+    tasks = [asyncio.create_task(shard.run_timers()), asyncio.create_task(shard.run_sweeper())]
     watcher.start()
 
     async def after_stop() -> None:
         await watcher.close()
-        timers.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await timers
-        await shard.close()
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await shard.close(settings.report_wait_s)
         await reporter.close()
 
     async def before_stop() -> None:

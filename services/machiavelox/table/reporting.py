@@ -2,12 +2,19 @@
 
 ReportResult is idempotent on (table, smazzata), so retrying after a lost answer is safe.
 Without a scoring address the result is only logged (a shard in a test or a demo).
+
+A result is part of its table's journal (the table's records replay to it); once scoring has
+stored it, that is journaled too (`TableHost.mark_reported`). So a shard that starts reports
+whatever its tables ended without a stored report: a crash, a SIGTERM or a scoring outage delay
+a result, never lose it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import grpc
 
@@ -21,6 +28,52 @@ log = logging.getLogger(__name__)
 
 _KIND = {rules.MatchKind.SINGLE: table_pb2.MATCH_KIND_SINGLE,
          rules.MatchKind.LONG: table_pb2.MATCH_KIND_LONG}
+
+
+Send = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
+"""Reports one smazzata's result, returning once it is stored (retrying meanwhile)."""
+
+
+class ResultReports:
+    """The reports in flight: one task per ended smazzata, its storing journaled."""
+
+    def __init__(self, send: Send | None) -> None:
+        self.send = send
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def due(self, host: TableHost) -> None:
+        """Report what the table has ended and not yet sent."""
+        for number, result in host.smazzate_to_report():
+            host.reporting = number
+            if self.send is None:
+                host.mark_reported(number)
+                continue
+            task = asyncio.create_task(self._one(host, number, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _one(self, host: TableHost, number: int, result: rules.SmazzataResult) -> None:
+        assert self.send is not None
+        await self.send(host, number, result)
+        host.mark_reported(number)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self, limit_s: float, shard_id: str) -> int:
+        """Wait at most `limit_s` for the reports in flight; the number left (logged: the next
+        start of the shard reports them from the journal)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=max(0.0, limit_s))
+        left = len(self._tasks)
+        if left:
+            log.warning("stopping with %d results not yet stored in scoring: the next start "
+                        "of this shard reports them from its journal", left,
+                        extra={"shard_id": shard_id, "results": left})
+        for task in list(self._tasks):
+            task.cancel()
+        return left
 
 
 class ScoringReporter:

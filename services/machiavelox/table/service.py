@@ -11,7 +11,7 @@ from typing import Any
 
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.platform.errors import invalid_argument
+from machiavelox.platform.errors import invalid_argument, unavailable
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S
 
 from .gateway_link import GatewayLink
@@ -42,7 +42,9 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
             if handler is not None:
                 handler.cancel()
 
-        link = GatewayLink(context.peer(), context.write, self.batch_window_s, too_slow)
+        link = GatewayLink(context.peer(), context.write, self.batch_window_s, too_slow,
+                           gated=self.shard.journal is not None)
+        self.shard.links.add(link)
         log.info("gateway connected", extra={"peer": link.name})
         pump = asyncio.create_task(link.pump())
         try:
@@ -50,6 +52,7 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
                 arrived_ns = time.time_ns()
                 link.hold()
                 later = self.shard.handle_frame(link, frame.items, arrived_ns)
+                await self.shard.durable()  # (journaled: the answers wait for their records)
                 await link.flush()
                 self.shard.settle(later)
             link.close()
@@ -70,6 +73,9 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
             raise invalid_argument("table/no-id", "a table needs an id")
         self.shard.create_table(request.table_id, list(request.player_ids), kind,
                                 request.competitive)
+        await self.shard.durable()
+        if request.table_id not in self.shard.tables:  # its journal write failed
+            raise unavailable("table/journal", "the table's journal cannot be written now")
         return table_pb2.CreateTableResponse(table_id=request.table_id,
                                              shard_id=self.shard.shard_id)
 

@@ -12,6 +12,12 @@ session is more than `MAX_REPLAY_EVENTS` behind, so no resume makes a large mess
 back the other tables of the stream; every player's actions at a table are capped
 (`action_rate`: a second line behind the gateway's own limit) before they reach the sequencer,
 so a refused one takes no arrival index.
+
+Journaled (`journal.py`): what a step sends waits in the gated outboxes for the journal write
+that covers its records; a write that fails undoes the tables it touched (`_undo`: rebuilt
+from the store, their actions refused `table/journal`). An ended table whose results are
+stored leaves memory `resume_grace_s` later (`sweep`); a late resume then gets its final
+snapshot, kept for the last `FINAL_SNAPSHOTS` tables.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, table_pb2
@@ -32,6 +38,7 @@ from machiavelox.platform.errors import (
     permission_denied,
     resource_exhausted,
     shown,
+    unavailable,
 )
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
@@ -39,37 +46,106 @@ from .deadlines import Clock, Deadlines
 from .fanout import Outcome, fan_out
 from .gateway_link import GatewayLink
 from .host import TableHost
+from .journal import Journal, Watcher
+from .journal_store import JournalStore
+from .ledger import Ledger
 from .observe import ShardObserver
+from .records import JournalCorruptError, NoRecorder
+from .reporting import ResultReports, Send
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
 
-ResultSink = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
-
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
+RESUME_GRACE_S = 120.0  # an ended, reported table stays in memory this long for late resumes
+FINAL_SNAPSHOTS = 2_000  # the final snapshots kept of tables that left memory
 
 
 class Shard:
     def __init__(self, shard_id: str, capacity: int, clock: Clock,
-                 report: ResultSink | None = None, time_scale: float = 1.0,
+                 report: Send | None = None, time_scale: float = 1.0,
                  observer: ShardObserver | None = None, deal_seed: int | None = None,
-                 action_rate: Rate = DEFAULT_ACTION_RATE) -> None:
+                 action_rate: Rate = DEFAULT_ACTION_RATE,
+                 resume_grace_s: float = RESUME_GRACE_S) -> None:
         self.shard_id = shard_id
         self.limits = RateLimits(action_rate)  # by (table, player)
         self.deal_seed = deal_seed  # tests only (TableSettings.deal_seed)
         self.observer = observer or ShardObserver()
         self.capacity = capacity
         self.clock = clock
-        self.report = report
+        self.reports = ResultReports(report)
         self.time_scale = time_scale
+        self.resume_grace_s = resume_grace_s
         self.tables: dict[str, TableHost] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
+        self.links: set[GatewayLink] = set()
+        self.journal: Journal | None = None  # `attach_journal`; None: the journal is off
+        self.ledger = Ledger()
+        self._settled_at: dict[str, float] = {}  # table -> when it was seen settled (monotonic)
+        self.final: OrderedDict[str, dict[str, common_pb2.Snapshot]] = OrderedDict()
         self._draining = False
         self.deadlines = Deadlines(clock)
-        self._reports: set[asyncio.Task[None]] = set()
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
         self.players_changed = asyncio.Event()  # a table was added: presence watches anew
+
+    # ------------------------------------------------------------------ journal
+    def attach_journal(self, store: JournalStore, first_frame: int) -> Journal:
+        """Journal every table from now on (before any table is created or restored)."""
+        self.journal = Journal(store, self.tables, self._watchers, self._undo, first_frame)
+        return self.journal
+
+    def _watchers(self) -> Iterator[Watcher]:
+        yield from self.links
+        yield self.ledger
+
+    async def durable(self) -> None:
+        """Once what the tables recorded so far is stored, or undone (`journal.durable`)."""
+        if self.journal is not None:
+            await self.journal.durable()
+
+    def restore(self, table_id: str, data: bytes) -> TableHost:
+        """A table rebuilt from its journal (`TableHost.restore`), journaled from now on."""
+        assert self.journal is not None
+        host = TableHost.restore(table_id, data, self.journal.recorder(table_id))
+        self._place(host)
+        return host
+
+    def _place(self, host: TableHost) -> None:
+        self.tables[host.table_id] = host
+        self.subs.setdefault(host.table_id, {})
+        self._schedule(host)
+        self.reports.due(host)
+
+    def _undo(self, table_ids: set[str]) -> None:
+        """A journal write failed: every table it touched goes back to what is stored, and
+        what the dropped answers said is said again (`ledger.Ledger`)."""
+        for table_id in table_ids:
+            host = self.tables.get(table_id)
+            if host is None:
+                continue
+            host.journal.truncate()
+            if not host.journal.durable:  # created in the failed write: it never existed
+                del self.tables[table_id]
+                self.subs.pop(table_id, None)
+                continue
+            try:
+                self.restore(table_id, bytes(host.journal.data))
+            except JournalCorruptError:  # (cannot happen: it is what this shard wrote)
+                log.exception("table %s does not replay", table_id)
+        for entry in self.ledger.undone():
+            item = entry.item
+            if entry.link not in self.links:
+                continue
+            if item.HasField("action"):
+                refusal = unavailable("table/journal", "the table's journal cannot be written "
+                                      "now: the action was not applied, try again")
+                entry.link.item(item.table_id, item.player_id,
+                                refused=common_pb2.ActionRefused(
+                                    client_action_id=item.action.client_action_id,
+                                    refusal=codec.refusal_to_pb(refusal)))
+            elif item.HasField("subscribe") and item.table_id in self.tables:
+                self.handle(entry.link, item)
 
     # ------------------------------------------------------------------ load
     @property
@@ -103,15 +179,16 @@ class Shard:
             raise failed_precondition("shard/draining", f"{self.shard_id} is draining")
         if self.tables_in_play >= self.capacity:
             raise failed_precondition("shard/full", f"{self.shard_id} is full")
+        if self.journal is not None and not self.journal.healthy:
+            raise unavailable("table/journal", f"{self.shard_id} cannot write its journal now")
         try:
             deal = None if self.deal_seed is None else rules.shuffled_deal(self.deal_seed)
+            recorder = NoRecorder() if self.journal is None else self.journal.recorder(table_id)
             host = TableHost(table_id, players, kind, competitive, self.clock(), deal,
-                             time_scale=self.time_scale)
+                             time_scale=self.time_scale, journal=recorder)
         except ValueError as err:
             raise invalid_argument("table/bad-players", str(err)) from None
-        self.tables[table_id] = host
-        self.subs[table_id] = {}
-        self._schedule(host)
+        self._place(host)
         self.players_changed.set()
         log.info("table created", extra={"table_id": table_id, "shard_id": self.shard_id})
         return host
@@ -128,6 +205,9 @@ class Shard:
         host = self.tables.get(table_id)
         if host is None:
             return
+        if self.journal is not None and not self.journal.healthy:  # nothing can be stored
+            self.deadlines.arm(table_id, now + int(self.journal.retry_s * 1000))
+            return
         due = host.next_wall_deadline()
         if due is None or due > now:
             if due is not None:
@@ -143,20 +223,15 @@ class Shard:
         fan_out(host.table_id, host.seats, self.subs.get(host.table_id, {}), events, actor,
                 outcome, traceparent)
         if events:
-            self._defer(lambda: self._report(host))
+            self._defer(lambda: self.reports.due(host))
         self._defer(lambda: self._schedule(host))
-
-    def _report(self, host: TableHost) -> None:
-        if self.report is None:
-            return
-        for number, result in host.smazzate_to_report():
-            host.reported = number
-            task = asyncio.create_task(self.report(host, number, result))
-            self._reports.add(task)
-            task.add_done_callback(self._reports.discard)
 
     def liveness(self, player_id: str, alive: bool, since_wall_ms: int) -> None:
         """A presence change for every table in play that seats the player (M11)."""
+        if self.journal is not None and not self.journal.healthy:
+            log.warning("presence change of %s not applied: the journal cannot be written",
+                        shown(player_id))
+            return
         for host in self.tables.values():
             if host.finished or player_id not in host.seats:
                 continue
@@ -166,6 +241,8 @@ class Shard:
 
     # ------------------------------------------------------------------ gateway items
     def drop_link(self, link: GatewayLink) -> None:
+        self.links.discard(link)
+        self.ledger.forget(link)
         for subs in self.subs.values():
             for player in [p for p, lk in subs.items() if lk is link]:
                 del subs[player]
@@ -200,9 +277,14 @@ class Shard:
         """One item from a gateway (its frame arrived at `arrived_ns`, wall clock); refusals go
         back in-band, never as a stream error."""
         try:
-            host = self._seated(item.table_id, item.player_id)
             kind = item.WhichOneof("kind")
+            if kind == "subscribe" and item.table_id in self.final:
+                self._final(link, item)
+                return
+            host = self._seated(item.table_id, item.player_id)
             if kind == "subscribe":
+                if self.journal is not None:
+                    self.ledger.add(link, item)
                 self._subscribe(link, host, item.player_id, item.subscribe.from_seq)
             elif kind == "unsubscribe":
                 if self.subs[host.table_id].get(item.player_id) is link:
@@ -210,6 +292,8 @@ class Shard:
             elif kind == "action":
                 self._act(link, host, item, arrived_ns)
             elif kind == "liveness":
+                if self.journal is not None and not self.journal.healthy:
+                    return  # (not stored: the next sign of life says it again)
                 seat = host.seats[item.player_id]
                 applied = host.apply(item.player_id, rules.Liveness(seat, item.liveness.alive),
                                      self.clock())
@@ -235,9 +319,7 @@ class Shard:
         self.subs[host.table_id][player] = link
         seat = host.seats[player]
         if from_seq <= 0 or from_seq > host.seq:
-            view = codec.view_to_pb(host.view(seat), host.table_id, host.match.phase,
-                                    host.statuses())
-            link.item(host.table_id, player, snapshot=common_pb2.Snapshot(view=view, seq=host.seq))
+            link.item(host.table_id, player, snapshot=self._snapshot(host, player))
             return
         if host.seq - from_seq > MAX_REPLAY_EVENTS:  # too far behind: start afresh
             self._subscribe(link, host, player, 0)
@@ -265,10 +347,15 @@ class Shard:
         if not self.limits.allow((host.table_id, player), time.monotonic()):
             raise resource_exhausted("rate/limited",
                                "too many actions: slow down")
+        if self.journal is not None:
+            if not self.journal.healthy:
+                raise unavailable("table/journal", "the table's journal cannot be written now: "
+                                  "try again shortly")
+            self.ledger.add(link, item)
         action = codec.action_from_pb(host.seats[player], req.action)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
                                    item.traceparent, arrived_ns)
-        applied = host.apply(player, action, self.clock())
+        applied = host.apply(player, action, self.clock(), req.action)
         traceparent = self.observer.end(seen, host.table_id, action, applied)
         self._defer(lambda: self.observer.count(seen))
         action_id, error = req.client_action_id, applied.error
@@ -313,7 +400,57 @@ class Shard:
             log.info("every table in play has ended: stopping", extra={"shard_id": self.shard_id})
         return left
 
-    async def close(self) -> None:
-        for task in list(self._reports):
-            await asyncio.wait([task], timeout=5)
+    # ------------------------------------------------------------------ memory
+    async def run_sweeper(self, every_s: float = 5.0) -> None:
+        """Take ended tables out of memory, until cancelled (`sweep`)."""
+        while True:
+            await asyncio.sleep(every_s)
+            self.sweep(time.monotonic())
+
+    def sweep(self, now: float) -> int:
+        """Tables ended with every result stored `resume_grace_s` ago leave memory (their
+        journal closed first, so a restart does not bring them back); the number that left."""
+        gone = 0
+        for table_id, host in list(self.tables.items()):
+            if not host.settled:
+                continue
+            since = self._settled_at.setdefault(table_id, now)
+            if host.closed:
+                if not host.journal.unwritten:  # its closing is stored: it may go
+                    self._forget(host)
+                    gone += 1
+            elif now - since >= self.resume_grace_s:
+                host.close()
+        return gone
+
+    def _forget(self, host: TableHost) -> None:
+        table_id = host.table_id
+        self.final[table_id] = {player: self._snapshot(host, player) for player in host.seats}
+        while len(self.final) > FINAL_SNAPSHOTS:
+            self.final.popitem(last=False)
+        del self.tables[table_id]
+        self.subs.pop(table_id, None)
+        self._settled_at.pop(table_id, None)
+
+    @staticmethod
+    def _snapshot(host: TableHost, player: str) -> common_pb2.Snapshot:
+        view = codec.view_to_pb(host.view(host.seats[player]), host.table_id, host.match.phase,
+                                host.statuses())
+        return common_pb2.Snapshot(view=view, seq=host.seq)
+
+    def _final(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:
+        """A resume of a table that has left memory: its final snapshot."""
+        snapshot = self.final[item.table_id].get(item.player_id)
+        if snapshot is None:
+            raise permission_denied("table/not-seated", f"{shown(item.player_id)} is not "
+                                    f"seated at {shown(item.table_id)}")
+        link.item(item.table_id, item.player_id, snapshot=snapshot)
+
+    async def close(self, report_wait_s: float = 5.0) -> int:
+        """Wait (bounded) for the reports in flight and write what is recorded; the number of
+        results left for the next start."""
+        left = await self.reports.drain(report_wait_s, self.shard_id)
+        if self.journal is not None:
+            await self.journal.close()
+        return left
 
