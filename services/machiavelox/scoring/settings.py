@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-
+from machiavelox.platform.dburl import SQLITE_PREFIX
+from machiavelox.platform.dburl import check_database_url as check_url
 from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import (
     SettingsError,
@@ -31,9 +30,6 @@ from machiavelox.platform.settings import (
     env_port,
     env_str,
 )
-
-SQLITE_PREFIX = "sqlite:///"
-POSTGRES_PREFIX = "postgresql://"
 
 
 @dataclass(frozen=True)
@@ -70,20 +66,4 @@ class ScoringSettings:
 
 
 def check_database_url(url: str) -> None:
-    if url.startswith(POSTGRES_PREFIX):
-        try:
-            conninfo_to_dict(url)
-        except psycopg.Error:  # its message may quote the URL, password and all
-            raise SettingsError("MACHIAVELOX_SCORING_DATABASE_URL is not a valid PostgreSQL "
-                                "URL") from None
-        return
-    if url.startswith(SQLITE_PREFIX) and len(url) > len(SQLITE_PREFIX):
-        return
-    scheme = url.partition(":")[0]
-    raise SettingsError("MACHIAVELOX_SCORING_DATABASE_URL must be sqlite:///<path> or "
-                        f"postgresql://..., not a {scheme!r} URL")
-
-
-def sqlite_path(url: str) -> Path:
-    """``sqlite:///data/s.db`` -> data/s.db (relative), ``sqlite:////srv/s.db`` -> /srv/s.db."""
-    return Path(url[len(SQLITE_PREFIX):])
+    check_url(url, "MACHIAVELOX_SCORING_DATABASE_URL")

@@ -36,15 +36,13 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.pq import TransactionStatus
 
-from .settings import SQLITE_PREFIX, sqlite_path
+from machiavelox.platform.dburl import SQLITE_PREFIX, sqlite_path
+from machiavelox.platform.pg import PgConnection, PgPool
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-PgConnection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 READ_BATCH = 256
 
@@ -385,72 +383,6 @@ PG_SCHEMA = [
 ]
 MIGRATION_LOCK = 0x4D585343  # "MXSC": replicas starting together create the schema one at a time
 POOL_SIZE = 4
-CONNECT_TIMEOUT_S = 5
-
-
-class _StaleConnectionError(StoreUnavailableError):
-    """A pooled connection turned out dead (server restart, idle cut): worth one more try."""
-
-
-class _Pool:
-    """A few autocommit connections, (re)opened on demand; psycopg_pool is not a dependency."""
-
-    def __init__(self, url: str, size: int) -> None:
-        # libpq waits forever for an unreachable host unless the URL sets connect_timeout.
-        params = conninfo_to_dict(url)
-        params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
-        params.setdefault("application_name", "machiavelox-scoring")  # in pg_stat_activity
-        self._conninfo = make_conninfo("", **params)
-        self._size = size
-        self._idle: asyncio.Queue[PgConnection | None] = asyncio.Queue()
-        for _ in range(size):
-            self._idle.put_nowait(None)
-
-    async def connect(self) -> PgConnection:
-        try:
-            return await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailableError(f"PostgreSQL: {exc}") from exc
-
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[PgConnection]:
-        conn = await self._idle.get()
-        reused = conn is not None and not conn.closed
-        try:
-            if not reused:
-                conn = None
-                conn = await self.connect()
-            assert conn is not None
-            yield conn
-        except psycopg.OperationalError as exc:
-            error = _StaleConnectionError if reused else StoreUnavailableError
-            raise error(f"PostgreSQL: {exc}") from exc
-        finally:
-            if conn is not None and (
-                    conn.broken or conn.info.transaction_status != TransactionStatus.IDLE):
-                with contextlib.suppress(Exception):
-                    await conn.close()
-                conn = None
-            self._idle.put_nowait(conn)
-
-    async def run(self, work: Callable[[PgConnection], Awaitable[T]]) -> T:
-        """`work` on a connection, again on another if a pooled one was dead (after a server
-        restart they all are; each dead one is dropped). `work` must be safe to repeat: reads
-        are, and so is an append (idempotent by key)."""
-        for _ in range(self._size):
-            try:
-                async with self.connection() as conn:
-                    return await work(conn)
-            except _StaleConnectionError:
-                continue
-        async with self.connection() as conn:  # by now a fresh connection
-            return await work(conn)
-
-    async def close(self) -> None:
-        while not self._idle.empty():
-            conn = self._idle.get_nowait()
-            if conn is not None:
-                await conn.close()
 
 
 class PostgresStore:
@@ -461,7 +393,7 @@ class PostgresStore:
     for content, and `poll_s` bounds the delay if one is lost (e.g. while reconnecting).
     """
 
-    def __init__(self, poll_s: float, pool: _Pool, channel: str, listener: PgConnection) -> None:
+    def __init__(self, poll_s: float, pool: PgPool, channel: str, listener: PgConnection) -> None:
         self._poll_s = poll_s
         self._pool = pool
         self._channel = channel
@@ -470,7 +402,7 @@ class PostgresStore:
 
     @classmethod
     async def open(cls, url: str, poll_s: float) -> PostgresStore:
-        pool = _Pool(url, POOL_SIZE)
+        pool = PgPool(url, POOL_SIZE, "machiavelox-scoring", error=StoreUnavailableError)
         async with pool.connection() as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -486,7 +418,7 @@ class PostgresStore:
         return cls(poll_s, pool, channel, listener)
 
     @staticmethod
-    async def _subscribe(pool: _Pool, channel: str) -> PgConnection:
+    async def _subscribe(pool: PgPool, channel: str) -> PgConnection:
         conn = await pool.connect()
         try:
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))

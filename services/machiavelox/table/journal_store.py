@@ -45,8 +45,8 @@ from typing import Literal, Protocol, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 
+from machiavelox.platform.dburl import POSTGRES_PREFIX, SQLITE_PREFIX, sqlite_path
 from machiavelox.platform.pg import PgConnection, PgPool
-from machiavelox.scoring.settings import POSTGRES_PREFIX, SQLITE_PREFIX, sqlite_path
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from machiavelox.platform.dburl import check_database_url
 from machiavelox.platform.ratelimit import Rate
 from machiavelox.platform.settings import (
     SettingsError,
@@ -84,10 +85,9 @@ class TableSettings:
 
 
 def _journal(url: str) -> str:
-    if url == "off" or url.startswith(("sqlite:///", "postgresql://", "postgres://")):
-        return url
-    raise SettingsError("MACHIAVELOX_TABLE_JOURNAL must be sqlite:///path, postgresql://... "
-                        "or off")
+    if url != "off":
+        check_database_url(url, "MACHIAVELOX_TABLE_JOURNAL")
+    return url
 
 
 def _positive_s(name: str, value: float) -> float:

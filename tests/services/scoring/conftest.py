@@ -9,29 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
-from urllib.parse import quote
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from machiavelox._gen.v1 import scoring_pb2_grpc
 from machiavelox.local.pki import session_pki
 from machiavelox.local.processes import MACHIAVELOX, PARENT_PID, free_port, log_problems
 from tests.support.health import wait_serving
 from tests.support.internal import RoleChannels
+from tests.support.pg import PG_URL as PG_URL  # re-exported: the tests connect to it too
+from tests.support.pg import pg_schema
 
 if TYPE_CHECKING:  # the async stub type exists in the .pyi only
     from machiavelox._gen.v1.scoring_pb2_grpc import ScoringServiceAsyncStub
 
-PG_URL = os.environ.get("MACHIAVELOX_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
 SERVICE = "machiavelox.v1.ScoringService"
 READY_DEADLINE_S = 15.0
 STOP_DEADLINE_S = 15.0
@@ -53,20 +50,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "sqlite":
         yield Backend("sqlite", f"sqlite:///{tmp_path / 'scoring.sqlite3'}")
         return
-    schema = f"test_scoring_{secrets.token_hex(6)}"
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL is not reachable at {PG_URL}: {exc}")
-    with admin:
-        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        try:
-            sep = "&" if "?" in PG_URL else "?"
-            options = quote(f"-csearch_path={schema}")
-            yield Backend("postgres",
-                          f"{PG_URL}{sep}options={options}&application_name={schema}", schema)
-        finally:
-            admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    with pg_schema("test_scoring") as (url, schema):
+        yield Backend("postgres", url, schema)
 
 
 class ScoringProcess:
