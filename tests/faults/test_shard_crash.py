@@ -32,7 +32,7 @@ import grpc
 import pytest
 
 from machiavelox import codec, rules
-from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox._gen.v1 import common_pb2, table_pb2, table_pb2_grpc
 from machiavelox.local.processes import (
     Proc,
     aio_channel,
@@ -44,13 +44,13 @@ from machiavelox.local.processes import (
 from machiavelox.table.host import INTERRUPTED
 from tests.support.client import PlayClient, login
 
+from .players import STEP_S, Player, acked
 from .results import stored_results
 
 KEY = "fault-test-key-0123456789abcdef"
 SEED = 141  # every table's first deal: ann's first four draws hold a run (4-5-6 of spades)
 SCALE = 10  # the rules clock: calata 4 s, hold 1 s, pause 6 s, Stop! 18 s of wall time
 OUTAGE_S = 7.0  # longer than the calata, the hold and the pause at that speed
-STEP_S = 20.0  # the longest any one expected message may take (reconnects included)
 TABLES = {"shard-0.a": ("ann", "bob", "cy"), "shard-0.b": ("dan", "eve", "fay"),
           "shard-0.c": ("gus", "hal", "ivy")}
 P1, P2, P3 = rules.Seat.P1, rules.Seat.P2, rules.Seat.P3
@@ -73,75 +73,6 @@ def procs(tmp_path: Path) -> Iterator[dict[str, Proc]]:
         yield started
     finally:
         check_all_clean(reversed(list(started.values())))
-
-
-class Player:
-    """One app's session at one table: every event it got, in order. Its stream is read by a
-    task of its own (a timed-out read would cancel the whole call)."""
-
-    def __init__(self, client: PlayClient, table_id: str, seat: rules.Seat) -> None:
-        self.client = client
-        self.table_id = table_id
-        self.seat = seat
-        self.seqs: list[int] = []
-        self.events: list[common_pb2.Event] = []
-        self.refusals: list[str] = []
-        self._inbox: asyncio.Queue[gateway_pb2.PlayResponse] = asyncio.Queue()
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        while True:
-            self._inbox.put_nowait(await self.client.next(timeout=3_600))
-
-    def take(self, response: gateway_pb2.PlayResponse) -> None:
-        kind = response.WhichOneof("kind")
-        if kind == "event":
-            self.seqs.append(response.event.seq)
-            self.events.append(response.event)
-        elif kind == "refused":
-            self.refusals.append(response.refused.refusal.code)
-
-    async def next(self, timeout_s: float = STEP_S) -> gateway_pb2.PlayResponse:
-        response = await asyncio.wait_for(self._inbox.get(), timeout_s)
-        self.take(response)
-        return response
-
-    async def act(self, action: rules.Action) -> gateway_pb2.PlayResponse:
-        """Send `action`; its ack or refusal (events meanwhile are kept)."""
-        action_id = self.client.act(action)
-        for _ in range(1_000):
-            response = await self.next()
-            kind = response.WhichOneof("kind")
-            if kind == "ack" and response.ack.client_action_id == action_id:
-                return response
-            if kind == "refused" and response.refused.client_action_id == action_id:
-                return response
-        raise AssertionError(f"no answer to {action}")
-
-    async def until_event(self, kind: str) -> common_pb2.Event:
-        for _ in range(1_000):
-            response = await self.next()
-            if response.WhichOneof("kind") == "event" and response.event.kind == kind:
-                return response.event
-        raise AssertionError(f"no {kind} event")
-
-    async def drain(self, quiet_s: float = 0.3) -> None:
-        """Take what has come, until nothing comes for `quiet_s`."""
-        for _ in range(1_000):
-            try:
-                await self.next(quiet_s)
-            except TimeoutError:
-                return
-
-    async def close(self) -> None:
-        self._reader.cancel()
-        await asyncio.gather(self._reader, return_exceptions=True)
-        await self.client.close()
-
-
-async def acked(player: Player, action: rules.Action) -> None:
-    response = await player.act(action)
-    assert response.WhichOneof("kind") == "ack", response
 
 
 @pytest.fixture

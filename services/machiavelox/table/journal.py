@@ -111,6 +111,8 @@ class Journal:
         if not self.healthy:
             if self._dirty:  # (nothing can be stored now: undone at once)
                 self._undo(set())
+            else:
+                self._settle()  # the refusals go
             return
         if not self._writing:
             if not self._dirty:
