@@ -145,7 +145,9 @@ class TableHost:
         try:
             produced = self.match.apply(action, now)
         except rules.RulesError as err:
-            done.error = err  # (the table is as it was, but for its clock and timers)
+            # (the table is as it was, but for its clock and timers); no traceback kept: its
+            # frames would tie this table into a reference cycle (docs: memory)
+            done.error = err.with_traceback(None)
             if self.match.now_ms != was or done.events:
                 self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
                                                       refused=True))

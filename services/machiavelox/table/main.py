@@ -90,10 +90,12 @@ def tune_gc() -> None:
     youngest generation): the older generations stay empty and are never scanned, and the only
     pauses are young collections (under 50,000 objects: tens of ms). Reference counting frees
     most objects; the cost is that a reference cycle that outlives a young collection is never
-    collected. Tables' state holds cycles, and the shard keeps every table it has hosted (a
-    known limit: docs/architecture.md, Trade-offs), so nothing collectable is lost there today;
-    a transient cycle that is alive during a young collection (asyncio or gRPC bookkeeping) is
-    kept until the process ends, and shards are replaced on every deploy."""
+    collected. So a table must never be part of a cycle: once it has ended and left the shard
+    (`Shard.sweep`), reference counting alone frees it (tests/services/table/test_memory.py
+    checks it with the collector off; a refusal keeps no traceback, whose frames would tie
+    the table into one). A transient cycle that is alive during a young collection (asyncio or
+    gRPC bookkeeping) is kept until the process ends: the soak benchmark
+    (tests/bench/soak_bench.py) shows what that costs over hours."""
     gc.freeze()  # what start-up allocated is never collected
     gc.set_threshold(50_000, 50, 100)
     gc.callbacks.append(_freeze_survivors)

@@ -1,0 +1,95 @@
+"""Memory that does not grow with uptime: a table that has ended, whose results are stored and
+whose resume grace has passed leaves the shard, and its whole object graph is freed by
+reference counting alone, with the cycle collector off.
+
+That matters because a shard freezes what survives a young collection (table/main.py,
+`tune_gc`): an object in a reference cycle is never collected there, so a table tied into a
+cycle (say by a refusal's traceback, whose frames hold the table) would stay in memory
+forever. The real Shard in process, journaling to a real SQLite store; would fail if ended
+tables were kept (`Shard.sweep`) or if any of them were part of a cycle.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import table_pb2
+from machiavelox.table.gateway_link import GatewayLink
+from machiavelox.table.host import TableHost
+from machiavelox.table.journal_store import open_journal
+from machiavelox.table.recovery import recover
+from machiavelox.table.shard import Shard
+
+PLAYERS = ["ann", "bob", "cy"]
+P1, P2, P3 = rules.Seat.P1, rules.Seat.P2, rules.Seat.P3
+MATCH = [("ann", rules.Draw(P1)), ("ann", rules.Conclude(P1)),  # (refused: no calata)
+         ("bob", rules.Stop(P2)), ("bob", rules.GiveUp(P2)),  # M9.6
+         ("cy", rules.Abandon(P3))]  # M11.6: ann survives, the match ends
+
+
+@pytest.fixture
+def no_cycle_collector() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+async def _play(shard: Shard, link: GatewayLink, table_id: str) -> None:
+    items = [table_pb2.GatewayItem(table_id=table_id, player_id=p,
+                                   subscribe=table_pb2.Subscribe()) for p in PLAYERS]
+    items += [table_pb2.GatewayItem(table_id=table_id, player_id=player,
+                                    action=table_pb2.ActionRequestItem(
+                                        client_action_id=f"a{i}",
+                                        action=codec.action_to_pb(action)))
+              for i, (player, action) in enumerate(MATCH)]
+    for item in items:  # one frame each, as a gateway's stream handler takes them
+        link.hold()
+        later = shard.handle_frame(link, [item])
+        await shard.durable()
+        await link.flush()
+        shard.settle(later)
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+async def test_ended_tables_leave_memory_and_are_freed(tmp_path: Path) -> None:
+    now = [1_000]
+
+    def clock() -> int:
+        now[0] += 3
+        return now[0]
+
+    shard = Shard("shard-0", 100, clock, resume_grace_s=10)
+    await recover(shard, await open_journal(f"sqlite:///{tmp_path / 'j.sqlite3'}", "shard-0"))
+    sent: list[table_pb2.ConnectResponse] = []
+
+    async def write(frame: table_pb2.ConnectResponse) -> None:
+        sent.append(frame)
+
+    link = GatewayLink("gw", write, window_s=0, gated=True)
+    shard.links.add(link)
+    hosts: list[weakref.ref[TableHost]] = []
+    for n in range(20):
+        table_id = f"shard-0.t{n}"
+        hosts.append(weakref.ref(shard.create_table(table_id, PLAYERS,
+                                                    rules.MatchKind.SINGLE, True)))
+        await shard.durable()
+        await _play(shard, link, table_id)
+    assert all(h() is not None and h().finished for h in hosts)  # type: ignore[union-attr]
+    assert shard.sweep(0.0) == 0  # ended and reported: the resume grace starts
+    assert shard.sweep(5.0) == 0 and len(shard.tables) == 20  # within it: kept
+    shard.sweep(10.0)  # past it: each table's journal is closed ...
+    await shard.durable()
+    assert shard.sweep(10.0) == 20  # ... and once that is stored, it leaves
+    assert not shard.tables and len(shard.final) == 20  # (a late resume: its final snapshot)
+    sent.clear()
+    assert [h for h in hosts if h() is not None] == [], "freed by reference counting alone"
+    await shard.close()
