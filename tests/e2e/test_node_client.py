@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc, aio_channel
+from machiavelox.local.processes import Proc, aio_channel, wait_healthy
 
 NODE_DIR = Path(__file__).parent / "node"
 PROTO_DIR = Path(__file__).resolve().parents[2] / "proto"
@@ -42,3 +45,45 @@ async def test_node_client_logs_in_draws_and_sees_the_event(
     assert "snapshot seq=0" in run.stdout
     assert "event drew seq=1 cards=1" in run.stdout
     assert run.stdout.strip().endswith("OK")
+
+
+async def test_node_client_rides_out_a_shard_restart(
+        cluster: dict[str, Proc], node_modules: Path) -> None:
+    """The app's side of an outage (docs/protocol.md): the shard is killed by PID after the
+    client's first ack; the client is told `table/unavailable` in-band, keeps its stream, and
+    once the shard is back gets the `interrupted` event with the next sequence number and
+    plays on. Fails if the stream ended, a sequence number were skipped or repeated, or the
+    table were gone after the restart."""
+    async with aio_channel(cluster["shard"], "matchmaking") as ch:
+        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
+            table_pb2.CreateTableRequest(table_id="shard-0.out", player_ids=["nodey", "b", "c"],
+                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)
+    node = subprocess.Popen(["node", "client.js", cluster["gateway"].address, str(PROTO_DIR),
+                             "nodey", "shard-0.out", "ride-out"], cwd=node_modules,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        assert node.stdout is not None
+        for line in node.stdout:  # (bounded: the client times out by itself after 90 s)
+            lines.append(line.strip())
+            if line.startswith("ack node-1"):
+                break
+        shard = cluster["shard"]
+        os.kill(shard.popen.pid, signal.SIGKILL)
+        await asyncio.to_thread(shard.popen.wait, 10)
+        for line in node.stdout:
+            lines.append(line.strip())
+            if line.startswith("unavailable"):
+                break
+        assert shard.respawn()
+        await asyncio.to_thread(wait_healthy, shard)
+        out, _ = await asyncio.to_thread(node.communicate, timeout=90)
+        lines += out.splitlines()
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+    assert node.returncode == 0, "\n".join(lines)
+    assert "event drew seq=1 cards=1" in lines
+    assert "event interrupted seq=2 cards=0" in lines
+    assert lines[-1] == "OK"

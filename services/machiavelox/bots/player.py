@@ -109,7 +109,11 @@ class Bot:
                             client_action_id=action_id, action=codec.action_to_pb(action))))
                     elif kind == "refused" and not response.refused.client_action_id:
                         # about the session: paced (rate/limited) or the table unreachable for
-                        # a while (table/unavailable): look again a little later
+                        # a while (table/unavailable): look again a little later; an action in
+                        # flight may never be answered (its shard died: docs/protocol.md,
+                        # "Outages"), the next snapshot says what became of it
+                        if response.refused.refusal.code == "table/unavailable":
+                            pending = None
                         await asyncio.sleep(1.0)
                         requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
                     elif kind in ("ack", "refused"):
@@ -123,7 +127,8 @@ class Bot:
                                 refusals += 1
                             pending = None
                             requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
-                    elif kind == "event" and response.event.kind in ("ended", "match-ended"):
+                    elif kind == "event" and response.event.kind in ("ended", "match-ended",
+                                                                     "interrupted"):
                         requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
         finally:
             beating.cancel()
