@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from machiavelox.gateway.metrics import GatewayMetrics
 from machiavelox.matchmaking.metrics import MatchmakingMetrics
 from machiavelox.platform.metrics import GrpcServerMetrics
-from machiavelox.table.metrics import ShardMetrics
+from machiavelox.table.metrics import JournalMetrics, ShardMetrics
 
 from .conftest import DEPLOY, ROOT, PrometheusTools
 
@@ -65,6 +65,7 @@ def defined_series() -> set[str]:
     registry = CollectorRegistry()
     GatewayMetrics(registry)
     ShardMetrics(registry, "shard-0")
+    JournalMetrics(registry, "shard-0")
     MatchmakingMetrics(registry)
     GrpcServerMetrics(registry)
     names: set[str] = set()

@@ -45,6 +45,14 @@ CHECKPOINT_S = 60.0
 RETRY_S = 0.5  # while unhealthy: how often the store is tried again
 
 
+def _ignore(seconds: float) -> None:
+    return
+
+
+def _nothing() -> None:
+    return
+
+
 class Watcher(Protocol):
     """What waits for journal writes: a gated outbox (`GatewayLink`), the shard's ledger."""
 
@@ -82,6 +90,8 @@ class Journal:
         self._since_checkpoint = 0  # frames written since the last checkpoint
         self.writes = 0
         self.failures = 0
+        self.on_write: Callable[[float], None] = _ignore  # the seconds of each stored write
+        self.on_failure: Callable[[], None] = _nothing  # each failed write
 
     # ------------------------------------------------------------------ recording
     def recorder(self, table_id: str) -> Recorder:
@@ -163,10 +173,12 @@ class Journal:
         self._dirty.clear()
         for watcher in self._watchers():
             watcher.stage(number)
+        started = time.perf_counter()
         try:
             await self.store.append(number, frame.SerializeToString())
         except JournalUnavailableError as err:
             self.failures += 1
+            self.on_failure()
             self.healthy = False
             log.error("journal write %d failed (%s): the tables it touched are rebuilt from "
                       "the store, actions are refused until it answers again", number, err)
@@ -177,6 +189,7 @@ class Journal:
             rec.durable = max(rec.durable, end)
         self._written = number
         self.writes += 1
+        self.on_write(time.perf_counter() - started)
         self._since_checkpoint += 1
         self._committed(number)
 

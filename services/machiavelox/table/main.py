@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import time
 
 import grpc
@@ -18,7 +19,7 @@ from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 from machiavelox.platform.tls import InternalTls
 
 from .journal_store import open_journal
-from .metrics import ShardMetrics
+from .metrics import JournalMetrics, ShardMetrics
 from .observe import ShardObserver
 from .presence import PresenceWatcher
 from .recovery import recover
@@ -32,6 +33,7 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+log = logging.getLogger(__name__)
 STREAMS = "/machiavelox.v1.TableAuthorityService/Connect"  # per-action spans, not per stream
 
 
@@ -48,7 +50,16 @@ async def serve(settings: TableSettings) -> None:
     if settings.journal != "off":  # every table it owns, back before it serves
         store = await open_journal(settings.journal, settings.shard_id,
                                    settings.journal_timeout_s)
-        await recover(shard, store)
+        log.info("journal: %s", store.durability, extra={"shard_id": settings.shard_id})
+        recovered = await recover(shard, store)
+        journaled = JournalMetrics(obs.registry, settings.shard_id)
+        journaled.recovery.set(recovered.seconds)
+        journaled.recovered.set(recovered.tables)
+        journal = shard.journal
+        assert journal is not None
+        journal.on_write = journaled.write.observe
+        journal.on_failure = journaled.failures.inc
+        journaled.track(lambda: float(journal.healthy), lambda: len(shard.tables))
     metrics.track_load(lambda: shard.tables_in_play, lambda: shard.players, shard.capacity)
     servicer = TableAuthority(shard, settings.batch_window_s)
     watcher = PresenceWatcher(settings.presence, shard, tls.connector("presence"))

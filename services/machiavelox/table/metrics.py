@@ -202,3 +202,46 @@ class ShardMetrics:
                 counter.inc()
             elif event.kind == "ended":
                 self._endings[ending_of(event)].inc()
+
+
+class JournalMetrics:
+    """
+    - machiavelox_shard_journal_write_seconds{shard}: histogram, one group-commit write to the
+      journal store (what every answer of it waited for).
+    - machiavelox_shard_journal_failures_total{shard}: counter, journal writes that failed (their
+      actions refused `table/journal`, their tables rebuilt from the store).
+    - machiavelox_shard_journal_healthy{shard}: gauge, 0 while the journal store cannot be
+      written (actions refused at once).
+    - machiavelox_shard_tables_in_memory{shard}: gauge, tables held (in play, or ended within
+      their resume grace): flat over time on a steady load.
+    - machiavelox_shard_recovery_seconds{shard}: gauge, how long the last start's recovery took;
+      machiavelox_shard_tables_recovered{shard}: the tables it restored.
+    """
+
+    def __init__(self, registry: CollectorRegistry, shard_id: str) -> None:
+        s = ("shard",)
+        self.shard_id = shard_id
+        self.write = Histogram(
+            "machiavelox_shard_journal_write_seconds", "One write to the journal store.",
+            s, buckets=LOOP_BUCKETS, registry=registry).labels(shard_id)
+        self.failures = Counter(
+            "machiavelox_shard_journal_failures_total", "Journal writes that failed.",
+            s, registry=registry).labels(shard_id)
+        self.healthy = Gauge(
+            "machiavelox_shard_journal_healthy", "1 while the journal store takes writes.",
+            s, registry=registry).labels(shard_id)
+        self.in_memory = Gauge(
+            "machiavelox_shard_tables_in_memory", "Tables held in memory.", s,
+            registry=registry).labels(shard_id)
+        self.recovery = Gauge(
+            "machiavelox_shard_recovery_seconds", "Duration of the last start's recovery.", s,
+            registry=registry).labels(shard_id)
+        self.recovered = Gauge(
+            "machiavelox_shard_tables_recovered", "Tables the last start restored.", s,
+            registry=registry).labels(shard_id)
+
+    def track(self, healthy: Callable[[], float], in_memory: Callable[[], float]) -> None:
+        """Read at each scrape (the callables must only read; see `read_safely`)."""
+        self.healthy.set_function(read_safely(healthy))
+        self.in_memory.set_function(read_safely(in_memory))
+

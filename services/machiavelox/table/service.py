@@ -19,6 +19,8 @@ from .shard import Shard
 
 log = logging.getLogger(__name__)
 
+MAX_CHECKED_TABLES = 1_000  # the most table ids one CheckTables call may ask about
+
 _KINDS = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
           table_pb2.MATCH_KIND_LONG: rules.MatchKind.LONG}
 
@@ -85,6 +87,17 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         return table_pb2.GetLoadResponse(shard_id=s.shard_id, tables=s.tables_in_play,
                                          players=s.players, draining=s.draining,
                                          capacity=s.capacity)
+
+    async def CheckTables(self, request: table_pb2.CheckTablesRequest,
+                          context: Any) -> table_pb2.CheckTablesResponse:
+        """The asked tables this shard does not have. Authoritative: a shard binds its port
+        only once its recovery is done (main.py), so a table it does not know now is lost."""
+        if len(request.table_ids) > MAX_CHECKED_TABLES:
+            raise invalid_argument("table/too-many", f"at most {MAX_CHECKED_TABLES} table ids "
+                                   f"per call, not {len(request.table_ids)}")
+        return table_pb2.CheckTablesResponse(
+            shard_id=self.shard.shard_id,
+            missing_table_ids=[t for t in request.table_ids if not self.shard.knows(t)])
 
     async def SetDraining(self, request: table_pb2.SetDrainingRequest,
                           context: Any) -> table_pb2.SetDrainingResponse:

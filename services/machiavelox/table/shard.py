@@ -167,6 +167,10 @@ class Shard:
         return sum(1 for t in self.tables.values() if not t.finished)
 
     # ------------------------------------------------------------------ tables
+    def knows(self, table_id: str) -> bool:
+        """The table is here: in play, ended and still in memory, or a final snapshot."""
+        return table_id in self.tables or table_id in self.final
+
     def create_table(self, table_id: str, players: list[str], kind: rules.MatchKind,
                      competitive: bool) -> TableHost:
         existing = self.tables.get(table_id)
