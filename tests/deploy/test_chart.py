@@ -337,6 +337,73 @@ def test_postgresql_and_redis_are_external_with_secret_passwords() -> None:
     assert one(sqlite, "PersistentVolumeClaim", full("scoring"))
 
 
+def env_of(workload: Manifest) -> dict[str, dict[str, Any]]:
+    [container] = pod_spec(workload)["containers"]
+    return {e["name"]: e for e in container["env"]}
+
+
+def test_without_postgresql_each_shard_journals_on_its_own_volume() -> None:
+    sts = one(render(), "StatefulSet", full("table"))
+    env = env_of(sts)
+    assert env["MACHIAVELOX_DATA_DIR"]["value"] == "/data"
+    # the shard id (the pod name) in the file name: one journal per shard
+    assert env["MACHIAVELOX_TABLE_JOURNAL"]["value"] == (
+        "sqlite:////data/journal-$(POD_NAME).sqlite3")
+    assert "PGPASSWORD" not in env
+    [container] = pod_spec(sts)["containers"]
+    assert {"name": "journal", "mountPath": "/data"} in container["volumeMounts"]
+    assert "journal" not in {v["name"] for v in pod_spec(sts)["volumes"]}  # the claim's
+    [claim] = sts["spec"]["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "journal"
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    assert "storageClassName" not in claim["spec"]  # the cluster's default
+    # a shard scaled away keeps its journal for when its ordinal comes back
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain", "whenScaled": "Retain"}
+    assert "checksum/config" not in sts["spec"]["template"]["metadata"]["annotations"]
+    sized = one(render({"table": {"journal": {"storage": {"size": "5Gi",
+                                                          "storageClass": "local-ssd"}}}}),
+                "StatefulSet", full("table"))
+    [claim] = sized["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "local-ssd"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi"
+
+
+@pytest.mark.parametrize("name", ["postgres-redis", "production"])
+def test_with_postgresql_the_shards_journal_in_scorings_database(name: str) -> None:
+    docs = render(value_set(name))
+    sts = one(docs, "StatefulSet", full("table"))
+    scoring = one(docs, "Deployment", full("scoring"))
+    table_env, scoring_env = env_of(sts), env_of(scoring)
+    url = table_env["MACHIAVELOX_TABLE_JOURNAL"]["value"]
+    assert url == scoring_env["MACHIAVELOX_SCORING_DATABASE_URL"]["value"]
+    assert url.startswith("postgresql://") and ":" not in url.split("@")[0].removeprefix(
+        "postgresql://")  # no password in the URL
+    assert table_env["PGPASSWORD"] == scoring_env["PGPASSWORD"]  # the same Secret and key
+    assert "volumeClaimTemplates" not in sts["spec"]
+    assert "MACHIAVELOX_DATA_DIR" not in table_env
+    [container] = pod_spec(sts)["containers"]
+    assert "/data" not in {m["mountPath"] for m in container["volumeMounts"]}
+    # the shards restart with a new password or server, as scoring does
+    checksum = sts["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    assert checksum == scoring["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    # the NetworkPolicies restrict ingress only: the shards reach PostgreSQL as scoring does
+    assert {tuple(p["spec"]["policyTypes"]) for p in find(docs, "NetworkPolicy")} <= {
+        ("Ingress",)}
+
+
+def test_the_journal_settings_come_from_the_values() -> None:
+    sts = one(render({"table": {"journal": {"timeoutSeconds": 0.5}, "resumeGraceSeconds": 30,
+                                "reportWaitSeconds": 20}}), "StatefulSet", full("table"))
+    env = {k: v["value"] for k, v in env_of(sts).items() if "value" in v}
+    assert env["MACHIAVELOX_TABLE_JOURNAL_TIMEOUT_S"] == "0.5"
+    assert env["MACHIAVELOX_TABLE_RESUME_GRACE_S"] == "30"
+    assert env["MACHIAVELOX_TABLE_REPORT_WAIT_S"] == "20"
+    # the report wait comes after the drain and the graceful stop, within the grace period
+    assert int(env["MACHIAVELOX_TABLE_DRAIN_S"]) == 3600 - 5 - 20 - 30
+
+
 def test_tracing_and_scraping_are_configured() -> None:
     docs = render(value_set("production"))
     for workload in workloads(docs):

@@ -98,6 +98,8 @@ def test_what_the_settings_say_in_the_default_install(monkeypatch: pytest.Monkey
 
     table = parsed("StatefulSet", "table")
     assert table.shard_id == f"{full('table')}-3" and table.capacity == 600
+    assert table.journal == f"sqlite:////data/journal-{table.shard_id}.sqlite3"
+    assert (table.journal_timeout_s, table.resume_grace_s, table.report_wait_s) == (2, 120, 5)
     gateway = parsed("Deployment", "gateway")
     assert gateway.shards[f"{full('table')}-7"] == (
         f"{full('table')}-7.{full('table')}-headless.games.svc.cluster.local:7100")

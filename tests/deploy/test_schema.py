@@ -29,6 +29,14 @@ SCHEMA = json.loads((CHART / "values.schema.json").read_text())
     ({"redis": {"password": "p@ss word"}}, "at '/redis/password'"),
     ({"table": {"resources": {"requests": {"memory": "lots"}}}},
      "at '/table/resources/requests/memory'"),
+    ({"table": {"journal": {"timeoutSeconds": 0}}},
+     "at '/table/journal/timeoutSeconds': exclusiveMinimum"),
+    ({"table": {"journal": {"url": "off"}}},
+     "at '/table/journal': additional properties 'url' not allowed"),
+    ({"table": {"journal": {"storage": {"size": "lots"}}}}, "at '/table/journal/storage/size'"),
+    ({"table": {"resumeGraceSeconds": -1}}, "at '/table/resumeGraceSeconds': minimum"),
+    ({"table": {"reportWaitSeconds": "5s"}},
+     "at '/table/reportWaitSeconds': got string, want number"),
     ({"unknown": True}, "additional properties 'unknown' not allowed"),
 ])
 def test_the_schema_rejects_wrong_values(values: dict[str, Any], message: str) -> None:
@@ -57,9 +65,11 @@ def test_the_schema_rejects_wrong_values(values: dict[str, Any], message: str) -
     ({"table": {"terminationGracePeriodSeconds": 5}},
      "table.terminationGracePeriodSeconds (5) must exceed"),
     ({"global": {"graceSeconds": 40}}, "must exceed"),
-    ({"table": {"drainSeconds": 3596}},
+    ({"table": {"drainSeconds": 3591}},
      "table.terminationGracePeriodSeconds (3600) must exceed table.preStopSleepSeconds + "
-     "table.drainSeconds + global.graceSeconds (3601)"),
+     "table.drainSeconds + global.graceSeconds + table.reportWaitSeconds (3601)"),
+    ({"table": {"drainSeconds": 3500, "reportWaitSeconds": 95}},
+     "table.reportWaitSeconds (3600)"),
     ({"controller": {"renewSeconds": 12}},
      "controller.renewSeconds (12) must be below two thirds of "
      "controller.leaseDurationSeconds (15)"),

@@ -91,6 +91,29 @@ machiavelox.io/job: machiavelox-{{ .component }}
 {{- default (printf "%s-postgresql" (include "machiavelox.fullname" .)) .Values.postgresql.existingSecret -}}
 {{- end -}}
 
+{{/* The password of the PostgreSQL user, as libpq reads it (PGPASSWORD), from its Secret. */}}
+{{- define "machiavelox.postgresql.passwordEnv" -}}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "machiavelox.postgresql.secret" . }}
+      key: {{ .Values.postgresql.existingSecretPasswordKey }}
+{{- end -}}
+
+{{/* The URL of `postgresql.*` (scoring's results, the shards' journal): no password in it,
+     libpq takes it from PGPASSWORD. */}}
+{{- define "machiavelox.postgresql.url" -}}
+{{- with .Values.postgresql -}}
+{{- printf "postgresql://%s@%s:%d/%s?sslmode=%s" (urlquery .user) .host (int .port) (urlquery .database) .sslmode -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Changes with `postgresql.*` (a pod annotation): pods restart when its password or server
+     changes, since they read them at start. */}}
+{{- define "machiavelox.postgresql.checksum" -}}
+{{- .Values.postgresql | toJson | sha256sum -}}
+{{- end -}}
+
 {{- define "machiavelox.redis.secret" -}}
 {{- default (printf "%s-redis" (include "machiavelox.fullname" .)) .Values.redis.existingSecret -}}
 {{- end -}}
@@ -263,14 +286,15 @@ lifecycle:
 {{- end -}}
 
 {{/* A stopping shard serves its tables for this long (MACHIAVELOX_TABLE_DRAIN_S), then stops
-     gracefully: both must fit in the grace period. */}}
+     gracefully (global.graceSeconds), then waits for the results in flight to scoring
+     (table.reportWaitSeconds): all of it must fit in the grace period. */}}
 {{- define "machiavelox.table.drainSeconds" -}}
 {{- $t := .Values.table -}}
-{{- $stop := add (int $t.preStopSleepSeconds) (int (ceil .Values.global.graceSeconds)) -}}
+{{- $stop := add (int $t.preStopSleepSeconds) (int (ceil .Values.global.graceSeconds)) (int (ceil $t.reportWaitSeconds)) -}}
 {{- if kindIs "invalid" $t.drainSeconds -}}
 {{- max 0 (sub (int $t.terminationGracePeriodSeconds) (add $stop 30)) -}}
 {{- else if le (int $t.terminationGracePeriodSeconds) (add $stop (int $t.drainSeconds)) -}}
-{{- fail (printf "table.terminationGracePeriodSeconds (%d) must exceed table.preStopSleepSeconds + table.drainSeconds + global.graceSeconds (%d): Kubernetes would kill shards while they still serve tables" (int $t.terminationGracePeriodSeconds) (add $stop (int $t.drainSeconds))) -}}
+{{- fail (printf "table.terminationGracePeriodSeconds (%d) must exceed table.preStopSleepSeconds + table.drainSeconds + global.graceSeconds + table.reportWaitSeconds (%d): Kubernetes would kill shards while they still serve tables" (int $t.terminationGracePeriodSeconds) (add $stop (int $t.drainSeconds))) -}}
 {{- else -}}
 {{- int $t.drainSeconds -}}
 {{- end -}}

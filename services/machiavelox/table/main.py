@@ -18,10 +18,11 @@ from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 from machiavelox.platform.tls import InternalTls
 
-from .journal_store import open_journal
+from .journal_store import JournalUnavailableError, open_journal
 from .metrics import JournalMetrics, ShardMetrics
 from .observe import ShardObserver
 from .presence import PresenceWatcher
+from .records import JournalCorruptError
 from .recovery import recover
 from .reporting import ScoringReporter
 from .service import TableAuthority
@@ -119,4 +120,5 @@ def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
 
 def main(argv: list[str]) -> int:
     return run_service("table", __doc__, TableSettings.from_env, serve, argv,
-                       prepare=lambda settings: tune_gc())
+                       prepare=lambda settings: tune_gc(),
+                       cannot_start=(JournalUnavailableError, JournalCorruptError))
