@@ -112,6 +112,7 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
             table_id=f"shard-0.forged{n}", player_ids=["m1", "m2", "m3"],
             kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
         "GetLoad": table_pb2.GetLoadRequest(),
+        "CheckTables": table_pb2.CheckTablesRequest(table_ids=[LIVE]),
         "SetDraining": table_pb2.SetDrainingRequest(draining=player == VICTIM),
         "Enqueue": matchmaking_pb2.EnqueueRequest(),
         "CancelTicket": matchmaking_pb2.CancelTicketRequest(ticket_id=f"t{n}"),

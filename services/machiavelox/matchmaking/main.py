@@ -1,5 +1,6 @@
 """`machiavelox matchmaking`: run the agorà (one replica: its queue is in memory) until
-SIGTERM: the queue, friendly lobbies, who is seated where, ratings rebuilt from scoring's log.
+SIGTERM: the queue, friendly lobbies, who is seated where (seats of lost tables freed by the
+seat check), ratings rebuilt from scoring's log.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from machiavelox.platform.tls import InternalTls
 from .metrics import MatchmakingMetrics
 from .placement import Placement
 from .ratings import Ratings
+from .seatcheck import SeatCheck
 from .service import SERVICE_NAME, Agora, MatchmakingService, ResultsFollower
 from .settings import MatchmakingSettings
 
@@ -50,7 +52,9 @@ async def serve(settings: MatchmakingSettings) -> None:
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [SERVICE_NAME],
                       register, interceptors=verifier.interceptors(), name="matchmaking",
                       observability=obs, tls=tls)
-    tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching")]
+    seats = SeatCheck(agora.roster, placement, agora.end_table, metrics)
+    tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching"),
+             asyncio.create_task(seats.run(settings.seat_check_s), name="seat-check")]
     if settings.scoring:
         follower = ResultsFollower(settings.scoring, agora.apply_result,
                                    tls.connector("scoring", obs.client_interceptors()))

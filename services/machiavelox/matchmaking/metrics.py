@@ -14,6 +14,8 @@
 - machiavelox_matchmaking_unknown_codes_total: counter, join attempts with a code of no open
   lobby (a rise with few lobbies is someone guessing).
 - machiavelox_matchmaking_lobbies_expired_total: counter, friendly lobbies gone at their TTL.
+- machiavelox_matchmaking_lost_tables_total: counter, seated tables their shard did not have
+  (`seatcheck.py`): ended without points, their players freed, nobody rated.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ class MatchmakingMetrics:
         self.lobbies_expired = Counter(
             "machiavelox_matchmaking_lobbies_expired_total",
             "Friendly lobbies gone at their time to live.", registry=registry)
+        self.lost_tables = Counter(
+            "machiavelox_matchmaking_lost_tables_total",
+            "Seated tables their shard did not have: their players freed, nobody rated.",
+            registry=registry)
 
     def track_waiting(self, competitive: Callable[[], float],
                       friendly: Callable[[], float]) -> None:
@@ -85,3 +91,6 @@ class MatchmakingMetrics:
 
     def lobby_expired(self) -> None:
         self.lobbies_expired.inc()
+
+    def table_lost(self) -> None:
+        self.lost_tables.inc()

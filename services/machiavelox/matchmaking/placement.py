@@ -11,6 +11,15 @@ before the first dot. If the chosen shard refuses (full, draining since its GetL
 the table is offered to the next shard in rank, with that shard's prefix. CreateTable is
 idempotent by id, so nothing is duplicated on one shard; a CreateTable that timed out but did
 succeed leaves an orphan table on that shard, which ends by abandonment (M11) when nobody joins.
+
+No table is ever placed on a shard that is not SERVING: a shard binds its port only once its
+recovery is done (table/main.py: every table back from its journal first), so a shard still
+recovering, or down, does not answer GetLoad and is skipped; one that stops is draining first
+(GetLoad says so) and then answers nothing. A shard whose journal cannot be written refuses
+CreateTable with UNAVAILABLE `table/journal`, and the next shard is tried (`_TRY_NEXT`).
+
+The same channels ask a shard which seated tables it does not have (`missing`: CheckTables,
+for `seatcheck.py`), at most `CHECK_BATCH` ids a call.
 """
 
 from __future__ import annotations
@@ -32,6 +41,10 @@ log = logging.getLogger(__name__)
 # Refusals after which the next shard is tried; anything else is a bad request.
 _TRY_NEXT = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE,
              grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+# The most table ids one CheckTables call may carry (table.proto; the shard refuses more).
+CHECK_BATCH = 1_000
 
 
 def random_suffix() -> str:
@@ -84,6 +97,31 @@ class Placement:
         ids = list(self._stubs)
         answers = await asyncio.gather(*(self._load(sid) for sid in ids))
         return {sid: load for sid, load in zip(ids, answers, strict=True) if load is not None}
+
+    async def missing(self, shard_id: str, table_ids: Sequence[str]) -> list[str] | None:
+        """Those of `table_ids` (placed on `shard_id`) that the shard does not have, asked at
+        most `CHECK_BATCH` at a time; None if it does not answer them all (down, recovering,
+        or another shard at its address; or a shard not configured): nothing is known then."""
+        stub = self._stubs.get(shard_id)
+        if stub is None:
+            return None
+        out: list[str] = []
+        for start in range(0, len(table_ids), CHECK_BATCH):
+            try:
+                answer: table_pb2.CheckTablesResponse = await stub.CheckTables(
+                    table_pb2.CheckTablesRequest(
+                        table_ids=list(table_ids[start:start + CHECK_BATCH])),
+                    timeout=self.timeout_s)
+            except grpc.aio.AioRpcError as err:
+                log.info("shard did not answer which tables it has: %s", err.code().name,
+                         extra={"shard_id": shard_id})
+                return None
+            if answer.shard_id != shard_id:
+                log.warning("shard configured as %s calls itself %s: its tables are not "
+                            "checked", shard_id, answer.shard_id, extra={"shard_id": shard_id})
+                return None
+            out += answer.missing_table_ids
+        return out
 
     @staticmethod
     def ranked(loads: Mapping[str, table_pb2.GetLoadResponse],

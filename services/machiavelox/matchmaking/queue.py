@@ -111,6 +111,10 @@ class Roster:
     def seated_tables(self) -> int:
         return len(self._tables)
 
+    def table_ids(self) -> list[str]:
+        """The created tables with players seated (not those still being created)."""
+        return list(self._tables)
+
 
 # ---------------------------------------------------------------------------------- queue
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ Seats are freed by scoring: `ResultsFollower` subscribes to SubscribeResults fro
 start-up (which also rebuilds every rating from the whole log), frees the players of every
 result with match_ended=true and rates competitive results. Without MACHIAVELOX_SCORING_ADDRESS
 nobody is ever rated and seated players stay seated (`ticket/seated`) until matchmaking restarts,
-which is acceptable only for tests and demos. State is in memory: one matchmaking replica.
+which is acceptable only for tests and demos. A table its shard lost (its journal lost, or not
+replayable) never reports: `seatcheck.SeatCheck` asks the shards about the seated tables and
+ends each lost one without points: its players are free, nobody is rated, scoring has no record
+of it (there is nothing to store). State is in memory: one matchmaking replica.
 
 Observability (`metrics.py`): the wait from a ticket's start to its assignment, tickets ended
 by outcome, tickets waiting, placement failures; every round of table creation is a
@@ -461,10 +464,15 @@ class Agora:
             except ValueError as err:
                 log.warning("result not rated: %s", err, extra=extra)
         if result.match_ended:
-            freed = self.roster.release(result.table_id)
-            self.lobbies.release(result.table_id)
+            freed = self.end_table(result.table_id)
             if freed:
                 log.info("match ended; %d players free", len(freed), extra=extra)
+
+    def end_table(self, table_id: str) -> tuple[str, ...]:
+        """The table's match is over for the agorà: its players are free, its friendly lobby
+        (if any) forgotten; the players freed (none: it was over already)."""
+        self.lobbies.release(table_id)
+        return self.roster.release(table_id)
 
     # ------------------------------------------------------------------ shutdown
     def close(self) -> None:

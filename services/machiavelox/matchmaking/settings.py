@@ -21,6 +21,7 @@ from machiavelox.platform.settings import (
 
 from .limits import DEFAULT_RATES, AgoraRates
 from .queue import LOBBY_TTL_MS
+from .seatcheck import SEAT_CHECK_S
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class MatchmakingSettings:
     window: float  # MACHIAVELOX_MATCHMAKING_WINDOW: initial skill window, ordinal points
     widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
     lobby_ttl_s: float  # MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S: an unplaced friendly lobby's life
+    # MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S: how often the shards are asked which seated tables
+    # they do not have (those tables' seats are freed: seatcheck.py)
+    seat_check_s: float
     # MACHIAVELOX_MATCHMAKING_{ENQUEUE,CANCEL,CREATE_FRIENDLY,JOIN_FRIENDLY,JOIN_FAILED}_RATE
     # (per second) and _BURST: each player's pace per call (limits.py, docs/security.md)
     rates: AgoraRates
@@ -65,6 +69,9 @@ class MatchmakingSettings:
         lobby_ttl_s = env_float("MATCHMAKING_LOBBY_TTL_S", LOBBY_TTL_MS / 1000, env)
         if lobby_ttl_s <= 0:
             raise SettingsError("MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S must be positive")
+        seat_check_s = env_float("MATCHMAKING_SEAT_CHECK_S", SEAT_CHECK_S, env)
+        if seat_check_s <= 0:
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S must be positive")
         rates = AgoraRates(
             enqueue=env_rate("MATCHMAKING_ENQUEUE", DEFAULT_RATES.enqueue, env),
             cancel=env_rate("MATCHMAKING_CANCEL", DEFAULT_RATES.cancel, env),
@@ -82,6 +89,7 @@ class MatchmakingSettings:
             window=window,
             widen_per_s=widen,
             lobby_ttl_s=lobby_ttl_s,
+            seat_check_s=seat_check_s,
             rates=rates,
             grace_s=grace_s,
             log_level=level,

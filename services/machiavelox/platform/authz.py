@@ -51,6 +51,8 @@ POLICY: Mapping[str, frozenset[str]] = {
     _TABLE + "CreateTable": frozenset({"matchmaking"}),
     _TABLE + "GetLoad": frozenset({"matchmaking", "controller"}),
     _TABLE + "SetDraining": frozenset({"controller"}),
+    # Which seated tables a shard lost: matchmaking frees their seats.
+    _TABLE + "CheckTables": frozenset({"matchmaking"}),
     # The agorà's own server: apps reach it through the gateway's relay (which checked the
     # token; matchmaking checks it again).
     _MATCHMAKING + "Enqueue": frozenset({"gateway"}),

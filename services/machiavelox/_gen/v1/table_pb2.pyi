@@ -481,3 +481,57 @@ class SetDrainingResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SetDrainingResponse: _TypeAlias = SetDrainingResponse  # noqa: Y015
+
+@_typing.final
+class CheckTablesRequest(_message.Message):
+    """Ask which of these tables the shard does not have."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def table_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tables' ids: at most 1,000 (more is refused INVALID_ARGUMENT `table/too-many`)."""
+
+    def __init__(
+        self,
+        *,
+        table_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["table_ids", b"table_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckTablesRequest: _TypeAlias = CheckTablesRequest  # noqa: Y015
+
+@_typing.final
+class CheckTablesResponse(_message.Message):
+    """The tables the shard does not have."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SHARD_ID_FIELD_NUMBER: _builtins.int
+    MISSING_TABLE_IDS_FIELD_NUMBER: _builtins.int
+    shard_id: _builtins.str
+    """The shard's id (an answer from a shard of another id says nothing of these tables)."""
+    @_builtins.property
+    def missing_table_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The ids of the request that the shard does not have, in request order: those tables are
+        lost (or ended long ago), their seats free.
+        """
+
+    def __init__(
+        self,
+        *,
+        shard_id: _builtins.str = ...,
+        missing_table_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["missing_table_ids", b"missing_table_ids", "shard_id", b"shard_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckTablesResponse: _TypeAlias = CheckTablesResponse  # noqa: Y015

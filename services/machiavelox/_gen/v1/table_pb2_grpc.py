@@ -56,6 +56,11 @@ class TableAuthorityServiceStub:
                 request_serializer=machiavelox_dot_v1_dot_table__pb2.SetDrainingRequest.SerializeToString,
                 response_deserializer=machiavelox_dot_v1_dot_table__pb2.SetDrainingResponse.FromString,
                 _registered_method=True)
+        self.CheckTables = channel.unary_unary(
+                '/machiavelox.v1.TableAuthorityService/CheckTables',
+                request_serializer=machiavelox_dot_v1_dot_table__pb2.CheckTablesRequest.SerializeToString,
+                response_deserializer=machiavelox_dot_v1_dot_table__pb2.CheckTablesResponse.FromString,
+                _registered_method=True)
 
 
 class TableAuthorityServiceServicer:
@@ -91,6 +96,16 @@ class TableAuthorityServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckTables(self, request, context):
+        """Which of these tables the shard does not have: neither in play, nor ended and still in
+        memory, nor among its final snapshots (called by matchmaking, which frees the seats of
+        such lost tables). A shard serves only once its recovery is done, so the answer is
+        authoritative.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableAuthorityServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +128,11 @@ def add_TableAuthorityServiceServicer_to_server(servicer, server):
                     servicer.SetDraining,
                     request_deserializer=machiavelox_dot_v1_dot_table__pb2.SetDrainingRequest.FromString,
                     response_serializer=machiavelox_dot_v1_dot_table__pb2.SetDrainingResponse.SerializeToString,
+            ),
+            'CheckTables': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckTables,
+                    request_deserializer=machiavelox_dot_v1_dot_table__pb2.CheckTablesRequest.FromString,
+                    response_serializer=machiavelox_dot_v1_dot_table__pb2.CheckTablesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -224,6 +244,33 @@ class TableAuthorityService:
             '/machiavelox.v1.TableAuthorityService/SetDraining',
             machiavelox_dot_v1_dot_table__pb2.SetDrainingRequest.SerializeToString,
             machiavelox_dot_v1_dot_table__pb2.SetDrainingResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckTables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/machiavelox.v1.TableAuthorityService/CheckTables',
+            machiavelox_dot_v1_dot_table__pb2.CheckTablesRequest.SerializeToString,
+            machiavelox_dot_v1_dot_table__pb2.CheckTablesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -44,6 +44,12 @@ class TableAuthorityServiceStub:
     """The shard's load, for placement and the capacity controller."""
     SetDraining: _grpc.UnaryUnaryMultiCallable[_table_pb2.SetDrainingRequest, _table_pb2.SetDrainingResponse]
     """Stop or resume placing new tables here (draining)."""
+    CheckTables: _grpc.UnaryUnaryMultiCallable[_table_pb2.CheckTablesRequest, _table_pb2.CheckTablesResponse]
+    """Which of these tables the shard does not have: neither in play, nor ended and still in
+    memory, nor among its final snapshots (called by matchmaking, which frees the seats of
+    such lost tables). A shard serves only once its recovery is done, so the answer is
+    authoritative.
+    """
 
 @_typing.type_check_only
 class TableAuthorityServiceAsyncStub(TableAuthorityServiceStub):
@@ -60,6 +66,12 @@ class TableAuthorityServiceAsyncStub(TableAuthorityServiceStub):
     """The shard's load, for placement and the capacity controller."""
     SetDraining: _aio.UnaryUnaryMultiCallable[_table_pb2.SetDrainingRequest, _table_pb2.SetDrainingResponse]  # type: ignore[assignment]
     """Stop or resume placing new tables here (draining)."""
+    CheckTables: _aio.UnaryUnaryMultiCallable[_table_pb2.CheckTablesRequest, _table_pb2.CheckTablesResponse]  # type: ignore[assignment]
+    """Which of these tables the shard does not have: neither in play, nor ended and still in
+    memory, nor among its final snapshots (called by matchmaking, which frees the seats of
+    such lost tables). A shard serves only once its recovery is done, so the answer is
+    authoritative.
+    """
 
 class TableAuthorityServiceServicer(metaclass=_abc_1.ABCMeta):
     """A table-authority shard: owns many tables, each a single sequencer running the rules engine."""
@@ -97,5 +109,17 @@ class TableAuthorityServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_table_pb2.SetDrainingResponse, _abc.Awaitable[_table_pb2.SetDrainingResponse]]:
         """Stop or resume placing new tables here (draining)."""
+
+    @_abc_1.abstractmethod
+    def CheckTables(
+        self,
+        request: _table_pb2.CheckTablesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_table_pb2.CheckTablesResponse, _abc.Awaitable[_table_pb2.CheckTablesResponse]]:
+        """Which of these tables the shard does not have: neither in play, nor ended and still in
+        memory, nor among its final snapshots (called by matchmaking, which frees the seats of
+        such lost tables). A shard serves only once its recovery is done, so the answer is
+        authoritative.
+        """
 
 def add_TableAuthorityServiceServicer_to_server(servicer: TableAuthorityServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

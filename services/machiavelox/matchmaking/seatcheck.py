@@ -1,0 +1,91 @@
+"""The seats of lost tables freed: no player is locked out with `ticket/seated` by a table that
+cannot come back.
+
+A player stays seated until scoring reports that the table's match ended (`ResultsFollower`).
+A table its shard lost never reports: the shard's journal store was lost, or the table's
+journal does not replay (table/recovery.py), or a shard without a journal restarted. So every
+`interval_s` the `SeatCheck` asks each shard (CheckTables) about the seated tables placed on it
+(the shard id is the part of the table id before the first dot) and frees the seats of those
+it does not have. Such a match is ended without points: its players are free and nobody is
+rated; scoring has no record of it (there is nothing to store).
+
+Nothing that exists is freed by a race:
+- a table is seated only once its CreateTable was answered, so its shard had it by then, and
+  tables still being created (no id yet) are never asked about;
+- a table is asked about only if it was seated at the previous check too (seated for one
+  interval at least);
+- a shard answers only once its recovery is done (it binds its port after), so a table it does
+  not know then is not coming back; a shard that does not answer (down, recovering) is asked
+  again at the next check, and an answer from a shard of another id counts for nothing.
+
+A table that ended long ago whose report matchmaking has not read yet (its shard forgot it) is
+freed here too, early; its results are still applied when they are read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from .metrics import MatchmakingMetrics
+from .queue import Roster
+
+log = logging.getLogger(__name__)
+
+SEAT_CHECK_S = 15.0  # the default of MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S
+
+
+class Checker(Protocol):
+    async def missing(self, shard_id: str, table_ids: Sequence[str]) -> list[str] | None:
+        """Those of `table_ids` the shard does not have; None: it did not say."""
+        ...
+
+
+class SeatCheck:
+    def __init__(self, roster: Roster, checker: Checker,
+                 free: Callable[[str], tuple[str, ...]],
+                 metrics: MatchmakingMetrics | None = None) -> None:
+        """`free`: ends a table's match for matchmaking (its seats and lobby), the players
+        freed (none: it had ended already)."""
+        self.roster = roster
+        self.checker = checker
+        self.free = free
+        self.metrics = metrics
+        self._seen: set[str] = set()  # the tables seated at the previous check
+
+    async def check_once(self) -> list[str]:
+        """Ask about the seated tables that were seated at the previous check too; the tables
+        whose players were freed."""
+        seated = set(self.roster.table_ids())
+        due = sorted(seated & self._seen)
+        self._seen = seated
+        by_shard: dict[str, list[str]] = {}
+        for table_id in due:
+            by_shard.setdefault(table_id.partition(".")[0], []).append(table_id)
+        answers = await asyncio.gather(*(self.checker.missing(shard_id, ids)
+                                         for shard_id, ids in by_shard.items()))
+        freed = []
+        for missing in answers:
+            for table_id in missing or ():
+                players = self.free(table_id)
+                if not players:  # its match ended meanwhile (scoring's report)
+                    continue
+                log.warning("table %s is lost: its players are free (no points, nobody "
+                            "rated)", table_id, extra={"table_id": table_id,
+                                                       "shard_id": table_id.partition(".")[0]})
+                if self.metrics is not None:
+                    self.metrics.table_lost()
+                freed.append(table_id)
+        self._seen.difference_update(freed)
+        return freed
+
+    async def run(self, interval_s: float) -> None:
+        """Check every `interval_s`, until cancelled."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.check_once()
+            except Exception:  # a bug: log it, keep checking
+                log.exception("seat check failed")
