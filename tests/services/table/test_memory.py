@@ -28,9 +28,10 @@ from machiavelox.table.shard import Shard
 
 PLAYERS = ["ann", "bob", "cy"]
 P1, P2, P3 = rules.Seat.P1, rules.Seat.P2, rules.Seat.P3
-MATCH: list[tuple[str, rules.Action]] = [("ann", rules.Draw(P1)), ("ann", rules.Conclude(P1)),  # (refused: no calata)
-         ("bob", rules.Stop(P2)), ("bob", rules.GiveUp(P2)),  # M9.6
-         ("cy", rules.Abandon(P3))]  # M11.6: ann survives, the match ends
+MATCH: list[tuple[str, rules.Action]] = [
+    ("ann", rules.Draw(P1)), ("ann", rules.Conclude(P1)),  # (refused: no calata)
+    ("bob", rules.Stop(P2)), ("bob", rules.GiveUp(P2)),  # M9.6
+    ("cy", rules.Abandon(P3))]  # M11.6: ann survives, the match ends
 
 
 @pytest.fixture
