@@ -40,6 +40,7 @@ KEY = "fault-test-key-0123456789abcdef"
 TABLE = "shard-0.j"
 PLAYERS = ("ann", "bob", "cy")
 TIMEOUT_S = 1.0  # the shard's journal write timeout
+BOUND_S = 150.0  # the whole test
 P1 = rules.Seat.P1
 
 
@@ -85,6 +86,10 @@ async def hand_size(gateway: Proc, player: str) -> int:
 
 async def test_a_journal_outage_refuses_actions_and_loses_nothing(
         procs: dict[str, Proc], proxy: TcpProxy) -> None:
+    await asyncio.wait_for(outage(procs, proxy), BOUND_S)  # a hang fails, showing where
+
+
+async def outage(procs: dict[str, Proc], proxy: TcpProxy) -> None:
     async with aio_channel(procs["shard"], "matchmaking") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=TABLE, player_ids=list(PLAYERS),

@@ -34,6 +34,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from machiavelox._gen.v1 import journal_pb2
+from machiavelox.platform.eager import start_eagerly
 
 from .host import TableHost
 from .journal_store import JournalStore, JournalUnavailableError
@@ -70,7 +71,8 @@ Failed = Callable[[set[str]], None]
 class Journal:
     def __init__(self, store: JournalStore, tables: Mapping[str, TableHost],
                  watchers: Callable[[], Iterable[Watcher]], on_failure: Failed,
-                 first_frame: int = 1, checkpoint_s: float = CHECKPOINT_S,
+                 on_stored: Callable[[set[str]], None], first_frame: int = 1,
+                 checkpoint_s: float = CHECKPOINT_S,
                  retry_s: float = RETRY_S) -> None:
         self.store = store
         self._tables = tables
@@ -92,6 +94,7 @@ class Journal:
         self.failures = 0
         self.on_write: Callable[[float], None] = _ignore  # the seconds of each stored write
         self.on_failure: Callable[[], None] = _nothing  # each failed write
+        self.on_stored = on_stored  # the tables of each stored write
 
     # ------------------------------------------------------------------ recording
     def recorder(self, table_id: str) -> Recorder:
@@ -128,20 +131,34 @@ class Journal:
             if not self._dirty:
                 self._settle()
                 return
-            self._writing = True  # written from this task; what comes meanwhile is handed on
-            try:
-                await self._write_one()
-            finally:
-                self._writing = False
-            if self._dirty and self.healthy:
-                self._spawn(self._write_all())
-            else:
-                self._settle()
+            # written now, from this task's turn (no hand-over), but not by this task: if the
+            # caller is cancelled (its gateway's stream ends), the write and what follows it
+            # still happen
+            target = self._next
+            self._writing = True
+            start_eagerly(self._write_inline(), self._crashed)
+        else:
+            target = self._next if self._dirty else self._next - 1
+        if self._written >= target or not self.healthy:
             return
-        target = self._next if self._dirty else self._next - 1
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append((target, waiter))
         await waiter
+
+    async def _write_inline(self) -> None:
+        try:
+            await self._write_one()
+        finally:
+            self._writing = False
+        if self._dirty and self.healthy:
+            self._spawn(self._write_all())
+        else:
+            self._settle()
+
+    @staticmethod
+    def _crashed(exc: BaseException) -> None:
+        if not isinstance(exc, asyncio.CancelledError):
+            log.error("journal write crashed", exc_info=exc)
 
     async def _write_all(self) -> None:
         if self._writing:
@@ -176,7 +193,7 @@ class Journal:
         started = time.perf_counter()
         try:
             await self.store.append(number, frame.SerializeToString())
-        except JournalUnavailableError as err:
+        except Exception as err:  # (JournalUnavailableError; anything else is as bad)
             self.failures += 1
             self.on_failure()
             self.healthy = False
@@ -190,6 +207,7 @@ class Journal:
         self._written = number
         self.writes += 1
         self.on_write(time.perf_counter() - started)
+        self.on_stored(touched)
         self._since_checkpoint += 1
         self._committed(number)
 

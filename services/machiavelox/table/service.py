@@ -54,9 +54,11 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
                 arrived_ns = time.time_ns()
                 link.hold()
                 later = self.shard.handle_frame(link, frame.items, arrived_ns)
-                await self.shard.durable()  # (journaled: the answers wait for their records)
-                await link.flush()
-                self.shard.settle(later)
+                try:
+                    await self.shard.durable()  # (journaled: the answers wait for them)
+                    await link.flush()
+                finally:  # (even if the stream ends meanwhile: timers are re-armed)
+                    self.shard.settle(later)
             link.close()
             await pump  # what is pending goes out, then the stream ends
         finally:

@@ -92,8 +92,17 @@ class Shard:
     # ------------------------------------------------------------------ journal
     def attach_journal(self, store: JournalStore, first_frame: int) -> Journal:
         """Journal every table from now on (before any table is created or restored)."""
-        self.journal = Journal(store, self.tables, self._watchers, self._undo, first_frame)
+        self.journal = Journal(store, self.tables, self._watchers, self._undo, self._stored,
+                               first_frame)
         return self.journal
+
+    def _stored(self, table_ids: set[str]) -> None:
+        """A journal write is stored: what its tables ended is reported (a result leaves the
+        shard only once it is in the journal, and never one that a failed write undid)."""
+        for table_id in table_ids:
+            host = self.tables.get(table_id)
+            if host is not None:
+                self.reports.due(host)
 
     def _watchers(self) -> Iterator[Watcher]:
         yield from self.links
@@ -226,7 +235,7 @@ class Shard:
         self._defer(lambda: self.observer.events(events))
         fan_out(host.table_id, host.seats, self.subs.get(host.table_id, {}), events, actor,
                 outcome, traceparent)
-        if events:
+        if events and self.journal is None:  # (journaled: once stored, `_stored`)
             self._defer(lambda: self.reports.due(host))
         self._defer(lambda: self._schedule(host))
 
