@@ -16,7 +16,7 @@ so a refused one takes no arrival index.
 Journaled (`journal.py`): what a step sends waits in the gated outboxes for the journal write
 that covers its records; a write that fails undoes the tables it touched (`_undo`: rebuilt
 from the store, their actions refused `table/journal`). An ended table whose results are
-stored leaves memory `resume_grace_s` later (`sweep`); a late resume then gets its final
+stored leaves memory after its resume grace (`sweep`, `retention.py`); a late resume then gets its final
 snapshot, kept for the last `FINAL_SNAPSHOTS` tables.
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 
 from machiavelox import codec, rules
@@ -52,6 +51,7 @@ from .ledger import Ledger
 from .observe import ShardObserver
 from .records import JournalCorruptError, NoRecorder
 from .reporting import ResultReports, Send
+from .retention import Retention, snapshot
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,6 @@ log = logging.getLogger(__name__)
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
 RESUME_GRACE_S = 120.0  # an ended, reported table stays in memory this long for late resumes
-FINAL_SNAPSHOTS = 2_000  # the final snapshots kept of tables that left memory
 
 
 class Shard:
@@ -76,14 +75,12 @@ class Shard:
         self.clock = clock
         self.reports = ResultReports(report)
         self.time_scale = time_scale
-        self.resume_grace_s = resume_grace_s
         self.tables: dict[str, TableHost] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
         self.links: set[GatewayLink] = set()
         self.journal: Journal | None = None  # `attach_journal`; None: the journal is off
         self.ledger = Ledger()
-        self._settled_at: dict[str, float] = {}  # table -> when it was seen settled (monotonic)
-        self.final: OrderedDict[str, dict[str, common_pb2.Snapshot]] = OrderedDict()
+        self.retention = Retention(resume_grace_s)
         self._draining = False
         self.deadlines = Deadlines(clock)
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
@@ -178,7 +175,7 @@ class Shard:
     # ------------------------------------------------------------------ tables
     def knows(self, table_id: str) -> bool:
         """The table is here: in play, ended and still in memory, or a final snapshot."""
-        return table_id in self.tables or table_id in self.final
+        return table_id in self.tables or table_id in self.retention.final
 
     def create_table(self, table_id: str, players: list[str], kind: rules.MatchKind,
                      competitive: bool) -> TableHost:
@@ -291,7 +288,7 @@ class Shard:
         back in-band, never as a stream error."""
         try:
             kind = item.WhichOneof("kind")
-            if kind == "subscribe" and item.table_id in self.final:
+            if kind == "subscribe" and item.table_id in self.retention.final:
                 self._final(link, item)
                 return
             host = self._seated(item.table_id, item.player_id)
@@ -332,7 +329,7 @@ class Shard:
         self.subs[host.table_id][player] = link
         seat = host.seats[player]
         if from_seq <= 0 or from_seq > host.seq:
-            link.item(host.table_id, player, snapshot=self._snapshot(host, player))
+            link.item(host.table_id, player, snapshot=snapshot(host, player))
             return
         if host.seq - from_seq > MAX_REPLAY_EVENTS:  # too far behind: start afresh
             self._subscribe(link, host, player, 0)
@@ -421,43 +418,21 @@ class Shard:
             self.sweep(time.monotonic())
 
     def sweep(self, now: float) -> int:
-        """Tables ended with every result stored `resume_grace_s` ago leave memory (their
-        journal closed first, so a restart does not bring them back); the number that left."""
-        gone = 0
-        for table_id, host in list(self.tables.items()):
-            if not host.settled:
-                continue
-            since = self._settled_at.setdefault(table_id, now)
-            if host.closed:
-                if not host.journal.unwritten:  # its closing is stored: it may go
-                    self._forget(host)
-                    gone += 1
-            elif now - since >= self.resume_grace_s:
-                host.close()
-        return gone
-
-    def _forget(self, host: TableHost) -> None:
-        table_id = host.table_id
-        self.final[table_id] = {player: self._snapshot(host, player) for player in host.seats}
-        while len(self.final) > FINAL_SNAPSHOTS:
-            self.final.popitem(last=False)
-        del self.tables[table_id]
-        self.subs.pop(table_id, None)
-        self._settled_at.pop(table_id, None)
-
-    @staticmethod
-    def _snapshot(host: TableHost, player: str) -> common_pb2.Snapshot:
-        view = codec.view_to_pb(host.view(host.seats[player]), host.table_id, host.match.phase,
-                                host.statuses())
-        return common_pb2.Snapshot(view=view, seq=host.seq)
+        """Ended tables leave memory (`retention.py`); the number that left."""
+        gone = self.retention.leaving(list(self.tables.values()), now)
+        for host in gone:
+            self.retention.left(host)
+            del self.tables[host.table_id]
+            self.subs.pop(host.table_id, None)
+        return len(gone)
 
     def _final(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:
         """A resume of a table that has left memory: its final snapshot."""
-        snapshot = self.final[item.table_id].get(item.player_id)
-        if snapshot is None:
+        final = self.retention.final[item.table_id].get(item.player_id)
+        if final is None:
             raise permission_denied("table/not-seated", f"{shown(item.player_id)} is not "
                                     f"seated at {shown(item.table_id)}")
-        link.item(item.table_id, item.player_id, snapshot=snapshot)
+        link.item(item.table_id, item.player_id, snapshot=final)
 
     async def close(self, report_wait_s: float = 5.0) -> int:
         """Wait (bounded) for the reports in flight and write what is recorded; the number of

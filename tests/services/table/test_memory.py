@@ -90,7 +90,7 @@ async def test_ended_tables_leave_memory_and_are_freed(tmp_path: Path) -> None:
     shard.sweep(10.0)  # past it: each table's journal is closed ...
     await shard.durable()
     assert shard.sweep(10.0) == 20  # ... and once that is stored, it leaves
-    assert not shard.tables and len(shard.final) == 20  # (a late resume: its final snapshot)
+    assert not shard.tables and len(shard.retention.final) == 20  # (for late resumes)
     sent.clear()
     assert [h for h in hosts if h() is not None] == [], "freed by reference counting alone"
     await shard.close()
