@@ -16,8 +16,8 @@ so a refused one takes no arrival index.
 Journaled (`journal.py`): what a step sends waits in the gated outboxes for the journal write
 that covers its records; a write that fails undoes the tables it touched (`_undo`: rebuilt
 from the store, their actions refused `table/journal`). An ended table whose results are
-stored leaves memory after its resume grace (`sweep`, `retention.py`); a late resume then gets its final
-snapshot, kept for the last `FINAL_SNAPSHOTS` tables.
+stored leaves memory after its resume grace (`sweep`, `retention.py`); a late resume then
+gets its final snapshot.
 """
 
 from __future__ import annotations
