@@ -147,6 +147,7 @@ class Journal:
 
     async def _write_inline(self) -> None:
         try:
+            self._maybe_checkpoint()  # (between writes: none in flight)
             await self._write_one()
         finally:
             self._writing = False

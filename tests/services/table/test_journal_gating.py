@@ -87,3 +87,48 @@ async def test_no_answer_leaves_before_its_records_are_stored(tmp_path: Path) ->
     assert restored.events[host.seq].kind == INTERRUPTED  # and one event says so
     assert restored.view(rules.Seat.P1).hand == host.view(rules.Seat.P1).hand
     await again.close()
+
+
+async def test_checkpoints_keep_the_store_to_the_open_tables(tmp_path: Path) -> None:
+    """With a checkpoint at every write, the store holds from the latest checkpoint on: a
+    restarted shard reads a checkpoint first, restores the open table exactly, and not the
+    closed one. Would fail if a checkpoint missed a table's records or kept closed tables."""
+    url = f"sqlite:///{tmp_path / 'journal.sqlite3'}"
+    now = [1_000]
+
+    def clock() -> int:
+        now[0] += 7
+        return now[0]
+
+    store = await open_journal(url, "shard-0")
+    shard = Shard("shard-0", 10, clock, resume_grace_s=0)
+    await recover(shard, store)
+    journal = shard.journal
+    assert journal is not None
+    journal.checkpoint_s = 0.0
+    link = GatewayLink("gw", Gateway(store).write, window_s=0, gated=True)
+    shard.links.add(link)
+    kept = shard.create_table(TABLE, PLAYERS, rules.MatchKind.SINGLE, True)
+    gone = shard.create_table("shard-0.gone", PLAYERS, rules.MatchKind.SINGLE, True)
+    await shard.durable()
+    await step(shard, link, act("ann", rules.Draw(rules.Seat.P1), "a1"))
+    for player, seat in (("bob", rules.Seat.P2), ("cy", rules.Seat.P3)):  # M11.6: it ends
+        await step(shard, link, table_pb2.GatewayItem(
+            table_id="shard-0.gone", player_id=player, action=table_pb2.ActionRequestItem(
+                client_action_id=f"bye-{player}", action=codec.action_to_pb(
+                    rules.Abandon(seat)))))
+    assert gone.finished
+    shard.sweep(0.0)  # (no scoring here: its result counts as stored) its journal closes
+    await shard.durable()
+    assert shard.sweep(0.0) == 1
+    for _ in range(3):  # more writes, each after a checkpoint
+        await step(shard, link, act("bob", rules.Draw(rules.Seat.P2), "b"))
+    await shard.close()
+    store2 = await open_journal(url, "shard-0")
+    frames = await store2.load()
+    assert frames[0].checkpoint and len(frames) <= 3
+    again = Shard("shard-0", 10, lambda: 10**9)
+    done = await recover(again, store2)
+    assert list(again.tables) == [TABLE] and done.tables == 1
+    assert again.tables[TABLE].events[:kept.seq] == kept.events
+    await again.close()
