@@ -29,6 +29,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from machiavelox.platform.periodic import every
+
 from .metrics import MatchmakingMetrics
 from .queue import Roster
 
@@ -83,9 +85,4 @@ class SeatCheck:
 
     async def run(self, interval_s: float) -> None:
         """Check every `interval_s`, until cancelled."""
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self.check_once()
-            except Exception:  # a bug: log it, keep checking
-                log.exception("seat check failed")
+        await every(interval_s, self.check_once, "seat check")

@@ -67,6 +67,7 @@ from machiavelox.platform.errors import (
     resource_exhausted,
     unavailable,
 )
+from machiavelox.platform.periodic import every
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry
 from machiavelox.platform.tls import Connect
 
@@ -446,12 +447,7 @@ class Agora:
 
     async def run(self, tick_s: float) -> None:
         """Match the queue every tick, until cancelled."""
-        while True:
-            await asyncio.sleep(tick_s)
-            try:
-                await self.match_once()
-            except Exception:  # a bug: log it, keep matching
-                log.exception("matching failed")
+        await every(tick_s, self.match_once, "matching")
 
     # ------------------------------------------------------------------ results
     def apply_result(self, result: scoring_pb2.ReportResultRequest) -> None:
