@@ -127,16 +127,18 @@ class Outbox(Generic[F]):
             self._frame = None
             self._bytes = 0
 
-    def committed(self, write: int) -> None:
-        """Gated: journal writes up to number `write` are stored: what they cover may go."""
+    def committed(self, write: int, wake: bool = True) -> bool:
+        """Gated: journal writes up to number `write` are stored: what they cover may go
+        (the pump is woken, unless not `wake`: the caller flushes); whether anything may."""
         staged = self._staged
         moved = False
         while staged and staged[0][0] <= write:
             _, frame, nbytes = staged.popleft()
             self._sealed.append((frame, nbytes))
             moved = True
-        if moved and not self._held:
+        if moved and wake and not self._held:
             self._ready.set()
+        return moved
 
     def drop_uncommitted(self) -> None:
         """Gated: a journal write failed: forget every item it or a later one would cover."""
@@ -212,5 +214,5 @@ class Outbox(Generic[F]):
         finally:
             self._busy = False
             self._last = time.monotonic()
-            if self._sendable:
+            if self._sendable or (self._closed and not self.pending):  # (more, or the end)
                 self._ready.set()

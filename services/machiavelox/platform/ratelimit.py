@@ -91,6 +91,10 @@ class RateLimits:
             bucket = self.bucket(key, now)
         return bucket.take(now, cost)
 
+    def discard(self, key: Hashable) -> None:
+        """The key is gone for good (a table that left): its bucket too."""
+        self._buckets.pop(key, None)
+
     def _forget(self, now: float) -> None:
         """Forget the full buckets; if none is full, the older half (insertion order)."""
         full = [k for k, b in self._buckets.items() if b.full(now)]

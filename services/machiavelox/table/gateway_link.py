@@ -4,11 +4,15 @@ than `max_pending_bytes` waiting for a gateway that does not read (docs/security
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from machiavelox._gen.v1 import table_pb2
+from machiavelox.platform.eager import start_eagerly
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S, Outbox
+
+log = logging.getLogger(__name__)
 
 # What may wait for one gateway to read (its stream's flow control holds our writes): past it
 # the gateway is too slow to serve (or does not read at all) and its stream is reset; it
@@ -31,12 +35,17 @@ class GatewayLink:
         self._outbox: Outbox[table_pb2.ConnectResponse] = Outbox(
             table_pb2.ConnectResponse, window_s, gated=gated)
         self.stage = self._outbox.stage
-        self.committed = self._outbox.committed
         self.drop_uncommitted = self._outbox.drop_uncommitted
         self._write = write
         self.on_overflow = on_overflow
         self.max_pending_bytes = max_pending_bytes
         self.overflowed = False
+
+    def committed(self, write: int) -> None:
+        """Journal writes up to `write` are stored: what they cover goes now, written from
+        here (the journal write's completion) when no write is in flight, else by the pump."""
+        if self._outbox.committed(write, wake=False):
+            start_eagerly(self.flush(), _write_failed)
 
     def item(self, table_id: str, player_id: str, **fields: Any) -> table_pb2.ShardItem:
         """A new item in the frame being filled, complete (its size is accounted for)."""
@@ -76,3 +85,10 @@ class GatewayLink:
     async def pump(self) -> None:
         """Writes what `flush` leaves (paced frames under load) until `close`."""
         await self._outbox.pump(self._write)
+
+
+def _write_failed(exc: BaseException) -> None:
+    """A write started by `committed` failed: the stream is broken (its handler sees it end,
+    the gateway reconnects and resubscribes)."""
+    log.debug("write to a gateway failed: %r", exc)
+

@@ -95,6 +95,8 @@ class Journal:
         self.on_write: Callable[[float], None] = _ignore  # the seconds of each stored write
         self.on_failure: Callable[[], None] = _nothing  # each failed write
         self.on_stored = on_stored  # the tables of each stored write
+        # (asyncio.get_running_loop() costs a getpid() syscall a call on 3.11: once, here)
+        self._loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------------ recording
     def recorder(self, table_id: str) -> Recorder:
@@ -105,7 +107,7 @@ class Journal:
         self._dirty[table_id] = None
         if not self._writing and not self._kicked:
             self._kicked = True
-            asyncio.get_running_loop().call_soon(self._kick)
+            self._loop.call_soon(self._kick)
 
     def _kick(self) -> None:
         self._kicked = False
@@ -121,29 +123,36 @@ class Journal:
     async def durable(self) -> None:
         """Returns once what the tables have recorded so far is stored, and what waits for it
         released; or its write failed, and the shard has undone it (`on_failure`)."""
+        target = self.write_now()
+        if target is None or self._written >= target or not self.healthy:
+            return
+        waiter = self._loop.create_future()
+        self._waiters.append((target, waiter))
+        await waiter
+
+    def write_now(self) -> int | None:
+        """Start writing what the tables have recorded, now, if no write is in flight (else it
+        goes in the next); the number of the write that covers it (None: nothing to write,
+        or undone at once: the store is unavailable). What waits for it goes once it is
+        stored: the caller need not wait (a gateway's stream handler goes on with the next
+        frame, whose records join the next write)."""
         if not self.healthy:
             if self._dirty:  # (nothing can be stored now: undone at once)
                 self._undo(set())
             else:
                 self._settle()  # the refusals go
-            return
-        if not self._writing:
-            if not self._dirty:
-                self._settle()
-                return
-            # written now, from this task's turn (no hand-over), but not by this task: if the
-            # caller is cancelled (its gateway's stream ends), the write and what follows it
-            # still happen
-            target = self._next
-            self._writing = True
-            start_eagerly(self._write_inline(), self._crashed)
-        else:
-            target = self._next if self._dirty else self._next - 1
-        if self._written >= target or not self.healthy:
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append((target, waiter))
-        await waiter
+            return None
+        if self._writing:
+            return self._next if self._dirty else self._next - 1
+        if not self._dirty:
+            self._settle()
+            return None
+        # written from this turn (no hand-over), but not by the caller's task: if that is
+        # cancelled (its gateway's stream ends), the write and what follows it still happen
+        target = self._next
+        self._writing = True
+        start_eagerly(self._write_inline(), self._crashed)
+        return target
 
     async def _write_inline(self) -> None:
         try:

@@ -424,6 +424,8 @@ class Shard:
             self.retention.left(host)
             del self.tables[host.table_id]
             self.subs.pop(host.table_id, None)
+            for player in host.seats:
+                self.limits.discard((host.table_id, player))
         return len(gone)
 
     def _final(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:

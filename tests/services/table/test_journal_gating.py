@@ -8,13 +8,15 @@ not put the records of one frame in one write.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import table_pb2
 from machiavelox.table.gateway_link import GatewayLink
 from machiavelox.table.host import INTERRUPTED
-from machiavelox.table.journal_store import JournalStore, open_journal
+from machiavelox.table.journal_store import LOAD, StoredFrame, open_journal
 from machiavelox.table.recovery import gather, recover
 from machiavelox.table.shard import Shard
 
@@ -35,15 +37,18 @@ def act(player: str, action: rules.Action, action_id: str) -> table_pb2.GatewayI
 
 
 class Gateway:
-    """A gateway's side of the stream: every frame it is sent is checked against the store."""
+    """A gateway's side of the stream: when a frame is sent to it, what the store holds of the
+    table is read then and there (synchronously, from the SQLite file: WAL allows a reader)."""
 
-    def __init__(self, store: JournalStore) -> None:
-        self.store = store
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.frames: list[tuple[table_pb2.ConnectResponse, int]] = []
 
     async def write(self, frame: table_pb2.ConnectResponse) -> None:
-        stored = gather(await self.store.load()).get(TABLE, bytearray())
-        self.frames.append((frame, len(stored)))
+        with contextlib.closing(sqlite3.connect(self.path)) as conn:
+            rows = conn.execute(LOAD, ("shard-0", "shard-0", 0)).fetchall()
+        stored = gather([StoredFrame(int(n), bool(c), bytes(p)) for n, c, p in rows])
+        self.frames.append((frame, len(stored.get(TABLE, b""))))
 
 
 async def step(shard: Shard, link: GatewayLink, *items: table_pb2.GatewayItem) -> None:
@@ -61,7 +66,7 @@ async def test_no_answer_leaves_before_its_records_are_stored(tmp_path: Path) ->
     store = await open_journal(url, "shard-0")
     shard = Shard("shard-0", 10, lambda: next(clock))
     await recover(shard, store)
-    gateway = Gateway(store)
+    gateway = Gateway(tmp_path / "journal.sqlite3")
     link = GatewayLink("gw", gateway.write, window_s=0, gated=True)
     shard.links.add(link)
     host = shard.create_table(TABLE, PLAYERS, rules.MatchKind.SINGLE, True)
@@ -106,7 +111,8 @@ async def test_checkpoints_keep_the_store_to_the_open_tables(tmp_path: Path) -> 
     journal = shard.journal
     assert journal is not None
     journal.checkpoint_s = 0.0
-    link = GatewayLink("gw", Gateway(store).write, window_s=0, gated=True)
+    link = GatewayLink("gw", Gateway(tmp_path / "journal.sqlite3").write, window_s=0,
+                       gated=True)
     shard.links.add(link)
     kept = shard.create_table(TABLE, PLAYERS, rules.MatchKind.SINGLE, True)
     gone = shard.create_table("shard-0.gone", PLAYERS, rules.MatchKind.SINGLE, True)
