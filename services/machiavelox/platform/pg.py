@@ -124,7 +124,10 @@ class PgPool:
 
     async def _checkout(self, deadline: float | None) -> tuple[PgConnection, bool]:
         """A connection and whether it was pooled (it may have died since)."""
-        conn = await self._bounded(self._idle.get(), deadline)
+        if self._idle.empty():
+            conn = await self._bounded(self._idle.get(), deadline)
+        else:  # (no wait: no task for `wait_for`, no turn of the event loop)
+            conn = self._idle.get_nowait()
         if conn is not None and not conn.closed:
             return conn, True
         try:
