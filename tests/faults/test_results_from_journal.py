@@ -33,6 +33,7 @@ from machiavelox._gen.v1 import common_pb2, table_pb2, table_pb2_grpc
 from machiavelox.local.processes import Proc, aio_channel, free_port, start, wait_healthy
 from tests.services.table.test_shutdown import PLAYERS, abandon, create
 from tests.support.pg import PG_URL, pg_schema
+from tests.support.shard_items import subscribe_item
 from tests.support.tcp_proxy import TcpProxy, via_proxy
 
 from .results import WAIT_S, results_log, wait_stored
@@ -219,8 +220,7 @@ async def check_back_as_ended(shard: Proc, table_id: str = TABLE) -> None:
     """The restarted shard has the table back, ended: none in play, and a player resuming
     gets the final state (not a table brought back into play, not a lost one)."""
     assert await tables_in_play(shard) == 0
-    resume = table_pb2.GatewayItem(table_id=table_id, player_id="cy",
-                                   subscribe=table_pb2.Subscribe(from_seq=0))
+    resume = subscribe_item(table_id, "cy")
     [answer] = await exchange(shard, [resume], bool)  # a snapshot, or a refusal
     assert answer.HasField("snapshot"), answer
     assert answer.snapshot.view.phase == common_pb2.PHASE_ENDED

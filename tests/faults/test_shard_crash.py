@@ -43,6 +43,7 @@ from machiavelox.local.processes import (
 )
 from machiavelox.table.host import INTERRUPTED
 from tests.support.client import PlayClient, login
+from tests.support.shard_items import subscribe_item
 
 from .players import STEP_S, Player, acked
 from .results import stored_results
@@ -102,10 +103,8 @@ async def players(procs: dict[str, Proc]) -> AsyncIterator[dict[str, Player]]:
 async def snapshots(shard: Proc, wanted: list[tuple[str, str]]) -> list[common_pb2.PlayerView]:
     """Fresh views (table, player) straight from the shard, as a gateway subscribing anew
     gets them: at once after it serves again, before any gateway has reconnected."""
-    request = table_pb2.ConnectRequest(items=[
-        table_pb2.GatewayItem(table_id=table_id, player_id=player,
-                              subscribe=table_pb2.Subscribe(from_seq=0))
-        for table_id, player in wanted])
+    request = table_pb2.ConnectRequest(items=[subscribe_item(table_id, player)
+                                              for table_id, player in wanted])
     views: dict[tuple[str, str], common_pb2.PlayerView] = {}
     async with aio_channel(shard, "gateway") as ch:
         done = asyncio.Event()

@@ -55,10 +55,10 @@ class _Watchdog:
 
     __slots__ = ("_handle", "fired")
 
-    def __init__(self, conn: PgConnection, deadline: float | None) -> None:
+    def __init__(self, conn: PgConnection, deadline: float | None,
+                 loop: asyncio.AbstractEventLoop) -> None:
         self.fired = False
-        self._handle = None if deadline is None else (
-            asyncio.get_running_loop().call_at(deadline, self._fire, conn))
+        self._handle = None if deadline is None else loop.call_at(deadline, self._fire, conn)
 
     def _fire(self, conn: PgConnection) -> None:
         self.fired = True
@@ -90,16 +90,25 @@ class PgPool:
         self._error = error
         self._timeout_s = timeout_s
         self._closed = False
+        self._loop_seen: asyncio.AbstractEventLoop | None = None
         # Last in, first out: sequential work keeps reusing one warm connection (its prepared
         # statements); a second one is opened only when two blocks overlap.
         self._idle: asyncio.LifoQueue[PgConnection | None] = asyncio.LifoQueue()
         for _ in range(size):
             self._idle.put_nowait(None)
 
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        """The pool's event loop, looked up once (a getpid() a lookup on 3.11)."""
+        loop = self._loop_seen
+        if loop is None:
+            loop = self._loop_seen = asyncio.get_running_loop()
+        return loop
+
     def _deadline(self) -> float | None:
         if self._timeout_s is None:
             return None
-        return asyncio.get_running_loop().time() + self._timeout_s
+        return self._loop.time() + self._timeout_s
 
     def _late(self) -> Exception:
         return self._error(f"PostgreSQL: no answer within {self._timeout_s:g} s")
@@ -107,7 +116,7 @@ class PgPool:
     async def _bounded(self, step: Awaitable[T], deadline: float | None) -> T:
         if deadline is None:
             return await step
-        remaining = deadline - asyncio.get_running_loop().time()
+        remaining = deadline - self._loop.time()
         try:
             return await asyncio.wait_for(step, max(remaining, 0.0))
         except TimeoutError:
@@ -159,7 +168,7 @@ class PgPool:
         """A connection for the block (no retry: for set-up work, e.g. creating a schema)."""
         deadline = self._deadline()
         conn, _ = await self._checkout(deadline)
-        watchdog = _Watchdog(conn, deadline)
+        watchdog = _Watchdog(conn, deadline, self._loop)
         try:
             yield conn
         except psycopg.OperationalError as exc:
@@ -174,7 +183,7 @@ class PgPool:
         deadline = self._deadline()
         for attempt in range(self._size + 1):
             conn, reused = await self._checkout(deadline)
-            watchdog = _Watchdog(conn, deadline)
+            watchdog = _Watchdog(conn, deadline, self._loop)
             try:
                 return await work(conn)
             except psycopg.OperationalError as exc:

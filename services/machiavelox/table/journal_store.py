@@ -32,15 +32,16 @@ reconnects (PostgreSQL: a dropped or timed-out connection is closed and a new on
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -141,13 +142,13 @@ PG_PAYLOAD_OF = _pg(PAYLOAD_OF)
 PG_LOAD = _pg(LOAD)
 
 
-def _outcome(stored: bytes | None, payload: bytes) -> Outcome:
-    """After a unique violation: what holds the frame number now (None: the row is gone, a
-    checkpoint above it was stored since)."""
-    return "same" if stored is not None and bytes(stored) == payload else "other"
+def _outcome(row: Sequence[Any] | None, payload: bytes) -> Outcome:
+    """After a unique violation: what holds the frame number now, from its row (`PAYLOAD_OF`;
+    None: the row is gone, a checkpoint above it was stored since)."""
+    return "same" if row is not None and bytes(row[0]) == payload else "other"
 
 
-class _FrameWriter:
+class _FrameWriter(abc.ABC):
     """The frames of this store whose writes ended without an answer, and the shared half of
     `append`, `checkpoint` and `void`: what a taken frame number means."""
 
@@ -184,15 +185,15 @@ class _FrameWriter:
         attempted = self._unsettled.get(frame_no, b"")
         self._end(frame_no, True, await self._void(frame_no, attempted))
 
+    @abc.abstractmethod
     async def _put(self, frame_no: int, checkpoint: bool, payload: bytes) -> None:
         """Write the frame, between `_begin` and `_end` (the backend's part)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _void(self, frame_no: int, attempted: bytes) -> Outcome:
         """Store frame_no empty unless it holds other bytes than `attempted` or a checkpoint:
         "written" when it is empty now, else what holds it (a checkpoint of `attempted`
         landed: "same", left as it is)."""
-        raise NotImplementedError
 
 
 def _frames(rows: list[tuple[int, int | bool, bytes]]) -> list[StoredFrame]:
@@ -244,7 +245,7 @@ def _sqlite_insert(conn: sqlite3.Connection, shard_id: str, frame_no: int, check
         return "written"
     except sqlite3.IntegrityError:
         row = conn.execute(PAYLOAD_OF, (shard_id, frame_no)).fetchone()
-        return _outcome(None if row is None else row[0], payload)
+        return _outcome(row, payload)
 
 
 def _sqlite_void(conn: sqlite3.Connection, shard_id: str, frame_no: int,
@@ -252,7 +253,7 @@ def _sqlite_void(conn: sqlite3.Connection, shard_id: str, frame_no: int,
     if conn.execute(VOID, (shard_id, frame_no, False, b"", attempted)).rowcount == 1:
         return "written"
     row = conn.execute(PAYLOAD_OF, (shard_id, frame_no)).fetchone()
-    return _outcome(None if row is None else row[0], attempted)
+    return _outcome(row, attempted)
 
 
 class SqliteJournal(_FrameWriter):
@@ -268,6 +269,7 @@ class SqliteJournal(_FrameWriter):
         self._worker = worker
         self._timeout_s = timeout_s
         self._closed = False
+        self._loop = asyncio.get_running_loop()  # (a getpid() a call on 3.11: once, here)
 
     @classmethod
     async def open(cls, path: Path, shard_id: str, timeout_s: float) -> SqliteJournal:
@@ -282,7 +284,7 @@ class SqliteJournal(_FrameWriter):
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         try:
-            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(
+            return await asyncio.wait_for(self._loop.run_in_executor(
                 self._worker, work, self._conn), self._timeout_s)
         except TimeoutError:
             self._conn.interrupt()  # thread-safe; the worker's statement fails if still running
@@ -399,7 +401,7 @@ class PostgresJournal(_FrameWriter):
         except pg_errors.UniqueViolation:
             cur = await conn.execute(PG_PAYLOAD_OF, (self.shard_id, frame_no))
             row = await cur.fetchone()
-            outcome = _outcome(None if row is None else row[0], payload)
+            outcome = _outcome(row, payload)
         self._end(frame_no, earlier, outcome)
 
     async def _void(self, frame_no: int, attempted: bytes) -> Outcome:
@@ -409,7 +411,7 @@ class PostgresJournal(_FrameWriter):
                 return "written"
             cur = await conn.execute(PG_PAYLOAD_OF, (self.shard_id, frame_no))
             row = await cur.fetchone()
-            return _outcome(None if row is None else row[0], attempted)
+            return _outcome(row, attempted)
         return await self._run(work)
 
     async def load(self) -> list[StoredFrame]:

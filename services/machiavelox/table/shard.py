@@ -105,6 +105,11 @@ class Shard:
         yield from self.links
         yield self.ledger
 
+    @property
+    def journal_down(self) -> bool:
+        """Journaled, and the journal cannot be written now: nothing may change a table."""
+        return self.journal is not None and not self.journal.healthy
+
     async def durable(self) -> None:
         """Once what the tables recorded so far is stored, or undone (`journal.durable`)."""
         if self.journal is not None:
@@ -189,7 +194,7 @@ class Shard:
             raise failed_precondition("shard/draining", f"{self.shard_id} is draining")
         if self.tables_in_play >= self.capacity:
             raise failed_precondition("shard/full", f"{self.shard_id} is full")
-        if self.journal is not None and not self.journal.healthy:
+        if self.journal_down:
             raise unavailable("table/journal", f"{self.shard_id} cannot write its journal now")
         try:
             deal = None if self.deal_seed is None else rules.shuffled_deal(self.deal_seed)
@@ -238,7 +243,7 @@ class Shard:
 
     def liveness(self, player_id: str, alive: bool, since_wall_ms: int) -> None:
         """A presence change for every table in play that seats the player (M11)."""
-        if self.journal is not None and not self.journal.healthy:
+        if self.journal_down:
             log.warning("presence change of %s not applied: the journal cannot be written",
                         shown(player_id))
             return
@@ -302,7 +307,7 @@ class Shard:
             elif kind == "action":
                 self._act(link, host, item, arrived_ns)
             elif kind == "liveness":
-                if self.journal is not None and not self.journal.healthy:
+                if self.journal_down:
                     return  # (not stored: the next sign of life says it again)
                 seat = host.seats[item.player_id]
                 applied = host.apply(item.player_id, rules.Liveness(seat, item.liveness.alive),
@@ -357,10 +362,10 @@ class Shard:
         if not self.limits.allow((host.table_id, player), time.monotonic()):
             raise resource_exhausted("rate/limited",
                                "too many actions: slow down")
+        if self.journal_down:
+            raise unavailable("table/journal", "the table's journal cannot be written now: "
+                              "try again shortly")
         if self.journal is not None:
-            if not self.journal.healthy:
-                raise unavailable("table/journal", "the table's journal cannot be written now: "
-                                  "try again shortly")
             self.ledger.add(link, item)
         action = codec.action_from_pb(host.seats[player], req.action)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",

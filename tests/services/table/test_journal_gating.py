@@ -12,28 +12,25 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from machiavelox import codec, rules
+from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2
 from machiavelox.table.gateway_link import GatewayLink
 from machiavelox.table.host import INTERRUPTED
 from machiavelox.table.journal_store import LOAD, StoredFrame, open_journal
 from machiavelox.table.recovery import gather, recover
 from machiavelox.table.shard import Shard
+from tests.support.shard_items import action_item, subscribe_item
 
 PLAYERS = ["ann", "bob", "cy"]
 TABLE = "shard-0.t"
 
 
-def subscribe(player: str, from_seq: int = 0) -> table_pb2.GatewayItem:
-    return table_pb2.GatewayItem(table_id=TABLE, player_id=player,
-                                 subscribe=table_pb2.Subscribe(from_seq=from_seq))
+def subscribe(player: str) -> table_pb2.GatewayItem:
+    return subscribe_item(TABLE, player)
 
 
 def act(player: str, action: rules.Action, action_id: str) -> table_pb2.GatewayItem:
-    return table_pb2.GatewayItem(table_id=TABLE, player_id=player,
-                                 action=table_pb2.ActionRequestItem(
-                                     client_action_id=action_id,
-                                     action=codec.action_to_pb(action)))
+    return action_item(TABLE, player, action, action_id)
 
 
 class Gateway:
@@ -119,10 +116,8 @@ async def test_checkpoints_keep_the_store_to_the_open_tables(tmp_path: Path) -> 
     await shard.durable()
     await step(shard, link, act("ann", rules.Draw(rules.Seat.P1), "a1"))
     for player, seat in (("bob", rules.Seat.P2), ("cy", rules.Seat.P3)):  # M11.6: it ends
-        await step(shard, link, table_pb2.GatewayItem(
-            table_id="shard-0.gone", player_id=player, action=table_pb2.ActionRequestItem(
-                client_action_id=f"bye-{player}", action=codec.action_to_pb(
-                    rules.Abandon(seat)))))
+        await step(shard, link, action_item("shard-0.gone", player, rules.Abandon(seat),
+                                            f"bye-{player}"))
     assert gone.finished
     shard.sweep(0.0)  # (no scoring here: its result counts as stored) its journal closes
     await shard.durable()

@@ -310,7 +310,7 @@ async def test_sqlite_frames_survive_a_sigkill_of_the_writer(tmp_path: Path) -> 
 async def proxy() -> AsyncIterator[TcpProxy]:
     parts = urlsplit(PG_URL)
     if not parts.hostname:
-        pytest.skip("MACHIAVELOX_TEST_PG_URL names no TCP host to put a proxy in front of")
+        pytest.fail("MACHIAVELOX_TEST_PG_URL names no TCP host to put a proxy in front of")
     relay = TcpProxy(parts.hostname, parts.port or 5432)
     await relay.start()
     yield relay

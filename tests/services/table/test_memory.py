@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from machiavelox import codec, rules
+from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2
 from machiavelox.table.gateway_link import GatewayLink
 from machiavelox.table.host import TableHost
 from machiavelox.table.journal_store import open_journal
 from machiavelox.table.recovery import recover
 from machiavelox.table.shard import Shard
+from tests.support.shard_items import action_item, subscribe_item
 
 PLAYERS = ["ann", "bob", "cy"]
 P1, P2, P3 = rules.Seat.P1, rules.Seat.P2, rules.Seat.P3
@@ -45,12 +46,8 @@ def no_cycle_collector() -> Iterator[None]:
 
 
 async def _play(shard: Shard, link: GatewayLink, table_id: str) -> None:
-    items = [table_pb2.GatewayItem(table_id=table_id, player_id=p,
-                                   subscribe=table_pb2.Subscribe()) for p in PLAYERS]
-    items += [table_pb2.GatewayItem(table_id=table_id, player_id=player,
-                                    action=table_pb2.ActionRequestItem(
-                                        client_action_id=f"a{i}",
-                                        action=codec.action_to_pb(action)))
+    items = [subscribe_item(table_id, p) for p in PLAYERS]
+    items += [action_item(table_id, player, action, f"a{i}")
               for i, (player, action) in enumerate(MATCH)]
     for item in items:  # one frame each, as a gateway's stream handler takes them
         link.hold()

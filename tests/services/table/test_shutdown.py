@@ -13,9 +13,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from machiavelox import codec, rules
+from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
+from tests.support.shard_items import action_item
 
 PLAYERS = ["ann", "bob", "cy"]
 
@@ -26,9 +27,8 @@ async def create(stub: table_pb2_grpc.TableAuthorityServiceStub, table_id: str) 
 
 
 def abandon(table_id: str, player: str, seat: rules.Seat) -> table_pb2.ConnectRequest:
-    return table_pb2.ConnectRequest(items=[table_pb2.GatewayItem(
-        table_id=table_id, player_id=player, action=table_pb2.ActionRequestItem(
-            client_action_id=f"bye-{player}", action=codec.action_to_pb(rules.Abandon(seat))))])
+    return table_pb2.ConnectRequest(items=[
+        action_item(table_id, player, rules.Abandon(seat), f"bye-{player}")])
 
 
 def shard(tmp_path: Path, drain_s: float) -> Proc:
