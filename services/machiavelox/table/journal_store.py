@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -217,8 +218,16 @@ def _sqlite_connect(path: Path, timeout_s: float) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     # timeout: how long a statement waits for another connection's lock on the file
     conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        while True:  # switching to WAL takes the file's lock without waiting for it: retry
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
         conn.execute("PRAGMA synchronous = NORMAL")  # a commit is in the WAL, not yet fsynced
         conn.executescript(SQLITE_SCHEMA)
     except BaseException:
