@@ -22,6 +22,7 @@ from machiavelox._gen.v1 import common_pb2, journal_pb2
 from machiavelox.rules.view import view_for
 
 from . import records
+from .answers import Answer, Answers
 from .records import JournalCorruptError, Recorder
 
 INTERRUPTED = "interrupted"  # the event of a table that no shard served for a while
@@ -56,6 +57,7 @@ class TableHost:
         self.log: list[tuple[int, int, str, rules.Action]] = []  # (arrival, at_ms, player, action)
         self.events: list[rules.Event] = []  # seq = index + 1
         self.arrivals = 0
+        self.answers = Answers()  # by client_action_id: a resent action is answered alike
         self.reported = 0  # smazzate whose result scoring has stored (journaled)
         self.reporting = 0  # smazzate whose report has been sent (in flight or stored)
         self.closed = ""  # why the table's journal ended ("" while it is open)
@@ -94,7 +96,7 @@ class TableHost:
             entry = record.input
             action = records.action_from_record(entry)
             done = self._apply_at(self.players[action.player], action, entry.at_ms,
-                                  int(entry.arrival))
+                                  int(entry.arrival), action_id=entry.client_action_id)
             if (done.error is not None) != entry.refused:
                 raise JournalCorruptError(f"{self.table_id}: journaled input {entry.arrival} "
                                           f"is not judged alike on replay ({done.error})")
@@ -131,13 +133,19 @@ class TableHost:
                                       f"the journal says {seq}")
 
     def apply(self, player_id: str, action: rules.Action, wall_ms: int,
-              wire: common_pb2.Action | None = None) -> Applied:
+              wire: common_pb2.Action | None = None, action_id: str = "") -> Applied:
         """Apply one action of a seated player (callers check the seat) at arrival; `wire`:
-        the action as it came, journaled as is."""
-        return self._apply_at(player_id, action, self.table_ms(wall_ms), self.arrivals + 1, wire)
+        the action as it came, journaled as is; `action_id`: the app's idempotency key
+        (`answered` then gives its outcome to a resend of it)."""
+        return self._apply_at(player_id, action, self.table_ms(wall_ms), self.arrivals + 1, wire,
+                              action_id)
+
+    def answered(self, player_id: str, action_id: str) -> Answer | None:
+        """The outcome of the player's action sent with `action_id` (answers.py), if kept."""
+        return self.answers.get(self.seats[player_id], action_id)
 
     def _apply_at(self, player_id: str, action: rules.Action, now: int, arrival: int,
-                  wire: common_pb2.Action | None = None) -> Applied:
+                  wire: common_pb2.Action | None = None, action_id: str = "") -> Applied:
         self.arrivals = arrival
         was = self.match.now_ms
         timer_events = self.match.advance(now)
@@ -148,15 +156,23 @@ class TableHost:
             # (the table is as it was, but for its clock and timers); no traceback kept: its
             # frames would tie this table into a reference cycle (docs: memory)
             done.error = err.with_traceback(None)
-            if self.match.now_ms != was or done.events:
+            if self.journal.recording and (self.match.now_ms != was or done.events):
                 self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
-                                                      refused=True))
+                                                      action_id, refused=True))
+            if action_id:
+                self.answers.remember(action.player, action_id,
+                                      Answer(now, action, arrival, 0, done.error))
             return done
         self.log.append((arrival, now, player_id, action))
         recorded = self._record(produced)
-        self.journal.add(records.action_input(arrival, now, action, self.seq, wire))
+        if self.journal.recording:  # (not while replaying: the record is already there)
+            self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
+                                                  action_id))
         done.events += recorded
         done.first_seq = recorded[0][0] if recorded else len(self.events)
+        if action_id:
+            self.answers.remember(action.player, action_id,
+                                  Answer(now, action, arrival, done.first_seq, None))
         return done
 
     def advance(self, wall_ms: int) -> list[tuple[int, rules.Event]]:

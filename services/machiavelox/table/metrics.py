@@ -108,7 +108,11 @@ class ShardMetrics:
         self.stopped = Counter("machiavelox_shard_tables_stopped_in_play_total",
                                "Tables still in play when the shard stopped.", s,
                                registry=registry)
+        self.resent = Counter("machiavelox_shard_actions_resent_total",
+                              "Actions resent with a client_action_id already answered: "
+                              "answered again, not applied (issue 13).", s, registry=registry)
         sid = shard_id
+        self._resent = self.resent.labels(sid)
         self.draining.labels(sid).set(0)
         self.stopped.labels(sid)
         self._queue_wait = self.queue_wait.labels(sid)
@@ -163,6 +167,9 @@ class ShardMetrics:
 
     def stopped_in_play(self, tables: int) -> None:
         self.stopped.labels(self.shard_id).inc(tables)
+
+    def resent_action(self) -> None:
+        self._resent.inc()
 
     def observe_queue_wait(self, seconds: float) -> None:
         self._queue_wait.observe(seconds)

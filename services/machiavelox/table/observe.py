@@ -112,6 +112,11 @@ class ShardObserver:
         if self.metrics is not None:
             self.metrics.stopped_in_play(tables)
 
+    def resent(self) -> None:
+        """An action resent with a client_action_id already answered (answered again)."""
+        if self.metrics is not None:
+            self.metrics.resent_action()
+
     def events(self, events: list[tuple[int, rules.Event]]) -> None:
         if self.metrics is not None and events:
             self.metrics.observe_events(events)

@@ -68,6 +68,7 @@ class Recorder:
     """One table's journal: its records' bytes, and how much of them is durable."""
 
     __slots__ = ("data", "durable", "on_record")
+    recording = True  # False: records are not kept (callers may skip building them)
 
     def __init__(self, on_record: Callable[[], None] | None = None) -> None:
         self.data = bytearray()
@@ -89,9 +90,10 @@ class Recorder:
 
 
 class NoRecorder(Recorder):
-    """The journal turned off (benchmarks): nothing is kept."""
+    """The journal turned off (benchmarks), or a table being replayed: nothing is kept."""
 
     __slots__ = ()
+    recording = False
 
     def add(self, record: journal_pb2.JournalRecord) -> None:
         return
@@ -150,10 +152,11 @@ def next_deal(deal: rules.Deal) -> journal_pb2.JournalRecord:
 
 
 def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
-                 wire: common_pb2.Action | None = None,
+                 wire: common_pb2.Action | None = None, action_id: str = "",
                  refused: bool = False) -> journal_pb2.JournalRecord:
     """An input after which the table's last event is `seq`: accepted, or `refused` while
-    the table's clock moved. `wire`: the action as it came (saves encoding it again)."""
+    the table's clock moved. `wire`: the action as it came (saves encoding it again);
+    `action_id`: the app's idempotency key (answers.py)."""
     record = journal_pb2.JournalRecord()
     entry = record.input
     entry.arrival = arrival
@@ -161,6 +164,8 @@ def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
     entry.seq = seq
     if refused:
         entry.refused = True
+    if action_id:
+        entry.client_action_id = action_id
     entry.seat = codec.seat_to_pb(action.player)
     if isinstance(action, rules.Liveness):
         entry.liveness.alive = action.alive

@@ -41,6 +41,7 @@ from machiavelox.platform.errors import (
 )
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
+from .answers import Answer
 from .deadlines import Clock, Deadlines
 from .fanout import Outcome, fan_out
 from .gateway_link import GatewayLink
@@ -359,6 +360,12 @@ class Shard:
     def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
              arrived_ns: int) -> None:
         player, req = item.player_id, item.action
+        action = codec.action_from_pb(host.seats[player], req.action)
+        if req.client_action_id:  # a resend is answered as the first time, whatever now is
+            earlier = host.answered(player, req.client_action_id)
+            if earlier is not None:
+                self._answer_again(link, host, item, action, earlier)
+                return
         if not self.limits.allow((host.table_id, player), time.monotonic()):
             raise resource_exhausted("rate/limited",
                                "too many actions: slow down")
@@ -367,30 +374,37 @@ class Shard:
                               "try again shortly")
         if self.journal is not None:
             self.ledger.add(link, item)
-        action = codec.action_from_pb(host.seats[player], req.action)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
                                    item.traceparent, arrived_ns)
-        applied = host.apply(player, action, self.clock(), req.action)
+        applied = host.apply(player, action, self.clock(), req.action, req.client_action_id)
         traceparent = self.observer.end(seen, host.table_id, action, applied)
         self._defer(lambda: self.observer.count(seen))
-        action_id, error = req.client_action_id, applied.error
+        action_id = req.client_action_id
 
         def outcome(batch: common_pb2.Batch) -> None:
             """Puts the action's ack or refusal in `batch` (the actor's item of the step)."""
-            if error is not None:
-                batch.refused.client_action_id = action_id
-                batch.refused.refusal.CopyFrom(codec.refusal_to_pb(error))
-            else:
-                ack = batch.ack
-                ack.client_action_id = action_id
-                ack.seq = applied.first_seq
-                ack.arrival_index = applied.arrival
+            _outcome(batch, action_id, applied.error, applied.first_seq, applied.arrival)
 
         if self.subs[host.table_id].get(player) is not link:  # acting without a subscription
             outcome(link.step_item(host.table_id, player, traceparent).batch)
             self._after(host, applied.events, traceparent=traceparent)
             return
         self._after(host, applied.events, player, outcome, traceparent)
+
+    def _answer_again(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
+                      action: rules.Action, earlier: Answer) -> None:
+        """A resent action (its client_action_id already answered): the original outcome,
+        nothing applied (issue 13). It leaves after what the original's answer waits for
+        (the gated outbox keeps its order), or is refused with it if that write fails."""
+        if earlier.action != action:
+            raise invalid_argument("request/reused-id", "this client_action_id was used for "
+                                   "another action at this table: use a new one per action")
+        self.observer.resent()
+        if self.journal is not None:
+            self.ledger.add(link, item)
+        batch = link.step_item(host.table_id, item.player_id, item.traceparent).batch
+        _outcome(batch, item.action.client_action_id, earlier.error, earlier.first_seq,
+                 earlier.arrival)
 
     async def drain_for_shutdown(self, limit_s: float) -> int:
         """On SIGTERM: place no new table, keep serving the tables in play until they have all
@@ -449,3 +463,15 @@ class Shard:
             await self.journal.close()
         return left
 
+
+def _outcome(batch: common_pb2.Batch, action_id: str, error: rules.RulesError | None,
+             first_seq: int, arrival: int) -> None:
+    """Puts an action's ack or refusal in `batch` (the actor's item of the step)."""
+    if error is not None:
+        batch.refused.client_action_id = action_id
+        batch.refused.refusal.CopyFrom(codec.refusal_to_pb(error))
+    else:
+        ack = batch.ack
+        ack.client_action_id = action_id
+        ack.seq = first_seq
+        ack.arrival_index = arrival

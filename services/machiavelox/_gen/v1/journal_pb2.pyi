@@ -281,6 +281,7 @@ class InputRecord(_message.Message):
     LIVENESS_FIELD_NUMBER: _builtins.int
     SEQ_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
+    CLIENT_ACTION_ID_FIELD_NUMBER: _builtins.int
     arrival: _builtins.int
     """Its arrival index at the table (M2.3)."""
     at_ms: _builtins.int
@@ -291,6 +292,10 @@ class InputRecord(_message.Message):
     """The table's last sequence number once it was applied (checked on replay)."""
     refused: _builtins.bool
     """The input was refused, but time passed for the table meanwhile (its timers advanced)."""
+    client_action_id: _builtins.str
+    """The app's idempotency key of the action (ActionRequest.client_action_id; "" for none): a
+    restored table still answers a resent action with its original outcome (issue 13).
+    """
     @_builtins.property
     def action(self) -> _common_pb2.Action:
         """A player's action."""
@@ -309,10 +314,11 @@ class InputRecord(_message.Message):
         liveness: Global___LivenessInput | None = ...,
         seq: _builtins.int = ...,
         refused: _builtins.bool = ...,
+        client_action_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "kind", b"kind", "liveness", b"liveness"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "arrival", b"arrival", "at_ms", b"at_ms", "kind", b"kind", "liveness", b"liveness", "refused", b"refused", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "arrival", b"arrival", "at_ms", b"at_ms", "client_action_id", b"client_action_id", "kind", b"kind", "liveness", b"liveness", "refused", b"refused", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["action", "liveness"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
