@@ -43,11 +43,13 @@ class Player:
         self.take(response)
         return response
 
-    async def act(self, action: rules.Action) -> gateway_pb2.PlayResponse:
-        """Send `action`; its ack or refusal (events meanwhile are kept)."""
-        action_id = self.client.act(action)
+    async def act(self, action: rules.Action, action_id: str = "",
+                  timeout_s: float = STEP_S) -> gateway_pb2.PlayResponse:
+        """Send `action` (with `action_id`: a resend); its ack or refusal (events meanwhile
+        are kept)."""
+        action_id = self.client.act(action, action_id)
         for _ in range(1_000):
-            response = await self.next()
+            response = await self.next(timeout_s)
             kind = response.WhichOneof("kind")
             if kind == "ack" and response.ack.client_action_id == action_id:
                 return response

@@ -66,8 +66,9 @@ class PlayClient:
     def send_raw(self, request: gateway_pb2.PlayRequest) -> None:
         self._requests.put_nowait(request)
 
-    def act(self, action: rules.Action) -> str:
-        action_id = f"a{next(_ids)}"
+    def act(self, action: rules.Action, action_id: str = "") -> str:
+        """Send `action` with `action_id` (a fresh one when "": a resend reuses one)."""
+        action_id = action_id or f"a{next(_ids)}"
         self._requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
             client_action_id=action_id, action=codec.action_to_pb(action))))
         return action_id

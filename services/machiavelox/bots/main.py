@@ -17,6 +17,7 @@ from typing import TextIO
 import grpc
 
 from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
+from machiavelox.platform import keepalive
 from machiavelox.platform.settings import SettingsError
 from machiavelox.platform.tls import InternalTls
 
@@ -33,8 +34,8 @@ async def play(players: int, gateway: str, matchmaking: str, scoring: str, inter
                ) -> list[BotOutcome]:
     """`scoring_tls`: the credentials the leaderboard call presents to scoring (a
     `results-reader` certificate); needed with a `scoring` address."""
-    async with grpc.aio.insecure_channel(gateway) as gw, \
-            grpc.aio.insecure_channel(matchmaking) as mm:
+    async with grpc.aio.insecure_channel(gateway, options=keepalive.CLIENT) as gw, \
+            grpc.aio.insecure_channel(matchmaking, options=keepalive.CLIENT) as mm:
         bots = [Bot(f"{prefix}{i + 1}", gw, mm, interval_s) for i in range(players)]
         tasks = [asyncio.create_task(b.run()) for b in bots]
         outcomes: list[BotOutcome] = []

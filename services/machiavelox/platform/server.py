@@ -25,6 +25,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection as grpc_reflection
 
+from . import keepalive
 from .authz import AuthorizationInterceptor
 from .errors import ErrorInterceptor
 from .observability import Observability
@@ -115,7 +116,8 @@ class Service:
         self.server = grpc.aio.server(
             interceptors=[self.observability.server_interceptor(), ErrorInterceptor(),
                           *authz, *interceptors],
-            options=[("grpc.so_reuseport", 0), *options])
+            options=keepalive.with_options([("grpc.so_reuseport", 0), *keepalive.SERVER],
+                                           options))
         register(self.server)
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)

@@ -34,6 +34,7 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from . import keepalive
 from .settings import PREFIX, SettingsError, env_str
 
 log = logging.getLogger(__name__)
@@ -218,11 +219,15 @@ class InternalTls:
 
     def _options(self, server_role: str,
                  options: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Keepalive (platform/keepalive.py) on every internal channel, and with mTLS the
+        server's name to check."""
         if not self.enabled:
-            return list(options)
+            return keepalive.with_options(keepalive.CLIENT, options)
         if server_role not in ROLES:
             raise ValueError(f"unknown server role {server_role!r}")
-        return [("grpc.ssl_target_name_override", server_name(server_role)), *options]
+        return keepalive.with_options(
+            [*keepalive.CLIENT, ("grpc.ssl_target_name_override", server_name(server_role))],
+            options)
 
     def channel(self, address: str, server_role: str, *, interceptors: Sequence[Any] = (),
                 options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
