@@ -334,19 +334,23 @@ class LivenessInput(_message.Message):
 
     ALIVE_FIELD_NUMBER: _builtins.int
     SINCE_MS_FIELD_NUMBER: _builtins.int
+    UNKNOWN_FIELD_NUMBER: _builtins.int
     alive: _builtins.bool
     """Signs of life (true) or none any more (false)."""
     since_ms: _builtins.int
     """The last sign of life, table time (ms), when known."""
+    unknown: _builtins.bool
+    """Nobody can tell (presence or the player's gateway unreachable): the absence clock stops."""
     def __init__(
         self,
         *,
         alive: _builtins.bool = ...,
         since_ms: _builtins.int | None = ...,
+        unknown: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_since_ms", b"_since_ms", "since_ms", b"since_ms"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_since_ms", b"_since_ms", "alive", b"alive", "since_ms", b"since_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_since_ms", b"_since_ms", "alive", b"alive", "since_ms", b"since_ms", "unknown", b"unknown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__since_ms: _TypeAlias = _typing.Literal["since_ms"]  # noqa: Y015
     _WhichOneofArgType__since_ms: _TypeAlias = _typing.Literal["_since_ms", b"_since_ms"]  # noqa: Y015

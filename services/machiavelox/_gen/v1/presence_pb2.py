@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmachiavelox/v1/presence.proto\x12\x0emachiavelox.v1\"%\n\x10HeartbeatRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"\"\n\x11HeartbeatResponse\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\"O\n\x13SetConnectedRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x12\n\ngateway_id\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\"\x16\n\x14SetConnectedResponse\"(\n\x12GetPresenceRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\"F\n\x13GetPresenceResponse\x12/\n\x07players\x18\x01 \x03(\x0b\x32\x1e.machiavelox.v1.PlayerPresence\"o\n\x0ePlayerPresence\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x11\n\tconnected\x18\x02 \x01(\x08\x12\x12\n\ngateway_id\x18\x03 \x01(\t\x12\x14\n\x0clast_seen_ms\x18\x04 \x01(\x03\x12\r\n\x05\x61live\x18\x05 \x01(\x08\"*\n\x14WatchLivenessRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\"G\n\x15WatchLivenessResponse\x12.\n\x06\x63hange\x18\x01 \x01(\x0b\x32\x1e.machiavelox.v1.LivenessChange\"D\n\x0eLivenessChange\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05\x61live\x18\x02 \x01(\x08\x12\x10\n\x08since_ms\x18\x03 \x01(\x03\x32\xf6\x02\n\x0fPresenceService\x12P\n\tHeartbeat\x12 .machiavelox.v1.HeartbeatRequest\x1a!.machiavelox.v1.HeartbeatResponse\x12Y\n\x0cSetConnected\x12#.machiavelox.v1.SetConnectedRequest\x1a$.machiavelox.v1.SetConnectedResponse\x12V\n\x0bGetPresence\x12\".machiavelox.v1.GetPresenceRequest\x1a#.machiavelox.v1.GetPresenceResponse\x12^\n\rWatchLiveness\x12$.machiavelox.v1.WatchLivenessRequest\x1a%.machiavelox.v1.WatchLivenessResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dmachiavelox/v1/presence.proto\x12\x0emachiavelox.v1\"%\n\x10HeartbeatRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"\"\n\x11HeartbeatResponse\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\"O\n\x13SetConnectedRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x12\n\ngateway_id\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\"\x16\n\x14SetConnectedResponse\"(\n\x12GetPresenceRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\"F\n\x13GetPresenceResponse\x12/\n\x07players\x18\x01 \x03(\x0b\x32\x1e.machiavelox.v1.PlayerPresence\"o\n\x0ePlayerPresence\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x11\n\tconnected\x18\x02 \x01(\x08\x12\x12\n\ngateway_id\x18\x03 \x01(\t\x12\x14\n\x0clast_seen_ms\x18\x04 \x01(\x03\x12\r\n\x05\x61live\x18\x05 \x01(\x08\"*\n\x14WatchLivenessRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\"G\n\x15WatchLivenessResponse\x12.\n\x06\x63hange\x18\x01 \x01(\x0b\x32\x1e.machiavelox.v1.LivenessChange\"l\n\x0eLivenessChange\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\r\n\x05\x61live\x18\x02 \x01(\x08\x12\x10\n\x08since_ms\x18\x03 \x01(\x03\x12\x15\n\rsilent_for_ms\x18\x04 \x01(\x03\x12\x0f\n\x07unknown\x18\x05 \x01(\x08\x32\xf6\x02\n\x0fPresenceService\x12P\n\tHeartbeat\x12 .machiavelox.v1.HeartbeatRequest\x1a!.machiavelox.v1.HeartbeatResponse\x12Y\n\x0cSetConnected\x12#.machiavelox.v1.SetConnectedRequest\x1a$.machiavelox.v1.SetConnectedResponse\x12V\n\x0bGetPresence\x12\".machiavelox.v1.GetPresenceRequest\x1a#.machiavelox.v1.GetPresenceResponse\x12^\n\rWatchLiveness\x12$.machiavelox.v1.WatchLivenessRequest\x1a%.machiavelox.v1.WatchLivenessResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,7 +51,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WATCHLIVENESSRESPONSE']._serialized_start=500
   _globals['_WATCHLIVENESSRESPONSE']._serialized_end=571
   _globals['_LIVENESSCHANGE']._serialized_start=573
-  _globals['_LIVENESSCHANGE']._serialized_end=641
-  _globals['_PRESENCESERVICE']._serialized_start=644
-  _globals['_PRESENCESERVICE']._serialized_end=1018
+  _globals['_LIVENESSCHANGE']._serialized_end=681
+  _globals['_PRESENCESERVICE']._serialized_start=684
+  _globals['_PRESENCESERVICE']._serialized_end=1058
 # @@protoc_insertion_point(module_scope)

@@ -246,29 +246,45 @@ Global___WatchLivenessResponse: _TypeAlias = WatchLivenessResponse  # noqa: Y015
 
 @_typing.final
 class LivenessChange(_message.Message):
-    """A change."""
+    """A change. Readers use `unknown`, `alive` and `silent_for_ms`; `since_ms` is a timestamp of
+    the presence service's clock, kept for older readers only: never compare it with another
+    machine's clock (issue 13).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     ALIVE_FIELD_NUMBER: _builtins.int
     SINCE_MS_FIELD_NUMBER: _builtins.int
+    SILENT_FOR_MS_FIELD_NUMBER: _builtins.int
+    UNKNOWN_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """The player."""
     alive: _builtins.bool
-    """Alive now, or silent since `since_ms`."""
+    """Alive now, or silent (for `silent_for_ms`). Meaningless when `unknown`."""
     since_ms: _builtins.int
-    """When the change happened, Unix ms."""
+    """When the change happened, Unix ms of the presence service's clock (deprecated: see above)."""
+    silent_for_ms: _builtins.int
+    """Silent: how long the player had been silent when this change was sent (ms, a duration
+    measured on one clock). Never more than presence has known it: after an outage of
+    presence or its store, silence counts from when presence could tell again.
+    """
+    unknown: _builtins.bool
+    """Presence cannot tell now (its store is unreachable): the player's absence must not count
+    until a later change says alive or silent.
+    """
     def __init__(
         self,
         *,
         player_id: _builtins.str = ...,
         alive: _builtins.bool = ...,
         since_ms: _builtins.int = ...,
+        silent_for_ms: _builtins.int = ...,
+        unknown: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alive", b"alive", "player_id", b"player_id", "since_ms", b"since_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alive", b"alive", "player_id", b"player_id", "silent_for_ms", b"silent_for_ms", "since_ms", b"since_ms", "unknown", b"unknown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
