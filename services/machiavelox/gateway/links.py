@@ -51,6 +51,8 @@ OnState = Callable[[str, str], None]
 """Told (shard id, "up" | "down" | "closed") when a link's state changes (metrics)."""
 
 NOTICE_S = 1.0  # down this long: its sessions are told (the issue's bound: within 2 s)
+VOUCH_S = 4.0  # a session's heartbeats are vouched for to the shard at most this often (its
+# first-hand lease lasts 12 s: table/liveness.py)
 MAX_RETRY_S = 5.0
 MAX_TABLE_ID = 128
 UNAVAILABLE = "table/unavailable"
@@ -110,6 +112,16 @@ class ShardLink:
         self._outbox.account(item.ByteSize())
         self._flush()
         return True
+
+    def vouch(self, session: Session) -> None:
+        """The app's stream shows signs of life (a heartbeat): tell the shard first-hand, at
+        most every VOUCH_S (issue 13: this outranks what the presence service says)."""
+        now = time.monotonic()
+        if self._write is None or not session.joined or now - session.vouched_at < VOUCH_S:
+            return
+        session.vouched_at = now
+        self._item(session, liveness=table_pb2.LivenessItem(alive=True))
+        self._flush()
 
     def resync(self, session: Session) -> None:
         """A fresh snapshot for `session` (then events continue after it)."""

@@ -134,6 +134,7 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                     self.presence.sign_of_life(player)
                 elif kind == "heartbeat":
                     self.presence.sign_of_life(player)  # (see the presence service)
+                    link.vouch(session)  # first-hand, to the shard
                 elif kind == "resync":
                     if self.pace.resync(player):
                         link.resync(session)

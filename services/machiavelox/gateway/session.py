@@ -78,6 +78,7 @@ class Session:
         self.failure: ServiceError | None = None
         self.link: Subscriber | None = None
         self.asked = False  # a subscription is on its way: no other until it is answered
+        self.vouched_at = 0.0  # monotonic s: when the shard was last told it shows life
         # responses for the app, each with what to do once it is written (None: the end) and
         # its size when it had to wait (0: written at once)
         self._out: deque[tuple[gateway_pb2.PlayResponse | None, After | None, int]] = deque()

@@ -119,10 +119,14 @@ class Abandon:
 class Liveness:
     """Presence input (M11): `alive=True` is a sign of life and continuous presence from now;
     `alive=False` means no more signs of life (the absence clock runs) since `since_ms`, the
-    last sign of life in table time (default: now; never before the start, M11.5)."""
+    last sign of life in table time (default: now; never before the start, M11.5).
+    `unknown=True` (service decision, issue 13): nobody can tell now (presence or the player's
+    gateway unreachable): the absence clock stops, and a silence known after it counts from
+    when it is known, never from before (`alive` and `since_ms` are then ignored)."""
     player: Seat
     alive: bool
     since_ms: int | None = None
+    unknown: bool = False
 
 
 @dataclass(frozen=True, slots=True)

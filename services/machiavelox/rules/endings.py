@@ -183,14 +183,14 @@ def restart_absence(t: Table, seats: list[Seat]) -> None:
     """When a freeze ends, the frozen players' absence counts from zero (M11.5)."""
     for s in seats:
         ps = t.players[s]
-        if ps.silent and ps.in_play:
+        if ps.silent and ps.in_play and not ps.unknown:
             ps.absence_since_ms = t.now_ms
 
 
 def sign_of_life(t: Table, ps: PlayerState) -> None:
     """Any action is a sign of life (M11.1 decision): a silent player's count restarts."""
     ps.last_sign_ms = t.now_ms
-    if ps.silent and absence_may_run(t, ps):
+    if ps.silent and not ps.unknown and absence_may_run(t, ps):
         ps.absence_since_ms = t.now_ms
 
 
@@ -229,10 +229,17 @@ def abandon_action(t: Table, a: A.Abandon) -> list[Event]:
 
 
 def liveness(t: Table, a: A.Liveness) -> list[Event]:
-    """Presence input (M11.1): accepted in every phase from every seat; no events."""
+    """Presence input (M11.1): accepted in every phase from every seat; no events.
+    Unknown (docs/rules-decisions.md, "Absence our servers cannot see"): the absence count
+    stops; the silence known after it counts from then, never backdated."""
     ps = t.players[a.player]
+    if a.unknown:
+        ps.unknown = True
+        ps.absence_since_ms = None
+        return []
+    was_unknown, ps.unknown = ps.unknown, False
     since = t.now_ms
-    if not a.alive and a.since_ms is not None:
+    if not a.alive and a.since_ms is not None and not was_unknown:
         since = min(t.now_ms, max(a.since_ms, t.start_ms))
     ps.last_sign_ms = since
     ps.silent = not a.alive

@@ -52,6 +52,7 @@ class Match:
         self._next_deal: Deal | None = None
         # presence across smazzate, for absence at the end of the pause (M13.5)
         self.silent: dict[Seat, bool] = dict.fromkeys(SEATS, False)
+        self.unknown: dict[Seat, bool] = dict.fromkeys(SEATS, False)  # (not silent meanwhile)
         self.last_sign_ms: dict[Seat, int] = dict.fromkeys(SEATS, start_ms)
 
     # ------------------------------------------------------------------ interface
@@ -85,7 +86,7 @@ class Match:
         during the pause. Returns every event, the table's and the match's."""
         out = self.advance(now_ms)
         if isinstance(action, A.Liveness):
-            self._presence(action.player, action.alive)
+            self._presence(action.player, action.alive, action.unknown)
         if self.result is None and (self.paused or self.waiting_for_deal):
             own = self._pause_action(action)
             produced: list[Event] = []
@@ -190,8 +191,8 @@ class Match:
         self.waiting_for_deal = False
         self.table = Table(deal, self.now_ms)
         for s in SEATS:  # M11.9: abandoned players are back; silence carries over (logged,
-            if self.silent[s]:  # so the smazzata replays from its own deal and log)
-                self.table.apply(A.Liveness(s, False), self.now_ms)
+            if self.silent[s] or self.unknown[s]:  # so the smazzata replays from its own log)
+                self.table.apply(A.Liveness(s, False, unknown=self.unknown[s]), self.now_ms)
         self.smazzate.append(self.table)
         return [Event("smazzata", self.now_ms, detail=f"number {len(self.smazzate)}")]
 
@@ -214,8 +215,11 @@ class Match:
             "patta lunga " + " ".join(str(s) for s in draw) if draw else "no winner")
         return [Event("match-ended", self.now_ms, winner, detail=f"{what}; {self._standings()}")]
 
-    def _presence(self, seat: Seat, alive: bool) -> None:
-        self.silent[seat] = not alive
+    def _presence(self, seat: Seat, alive: bool, unknown: bool) -> None:
+        """M13.5 counts known silence only: unknown is not silent, and a silence known after
+        it counts from then."""
+        self.silent[seat] = not alive and not unknown
+        self.unknown[seat] = unknown
         self.last_sign_ms[seat] = self.now_ms
 
     def _totals(self) -> tuple[int, int, int]:

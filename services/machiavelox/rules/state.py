@@ -87,6 +87,7 @@ class PlayerState:
     calata: int | None = None  # the open calata (M5.0: at most one)
     hold: Hold | None = None
     silent: bool = False  # not sending signs of life (M11.1)
+    unknown: bool = False  # nobody can tell whether they are (the absence count stops)
     last_sign_ms: int = 0  # the last sign of life (dormant 10 s after it, M11.1 decision)
     absence_since_ms: int | None = None  # the 90 s count (M11.2); None while it does not run
     said_stop: bool = False  # M9.1: once per smazzata

@@ -7,11 +7,11 @@ import asyncio
 import contextlib
 import gc
 import logging
-import time
 
 import grpc
 
 from machiavelox._gen.v1 import table_pb2_grpc
+from machiavelox.platform.clock import Timeline
 from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
@@ -29,11 +29,6 @@ from .service import TableAuthority
 from .settings import TableSettings
 from .shard import Shard
 
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 log = logging.getLogger(__name__)
 STREAMS = "/machiavelox.v1.TableAuthorityService/Connect"  # per-action spans, not per stream
 
@@ -45,7 +40,9 @@ async def serve(settings: TableSettings) -> None:
     metrics = ShardMetrics(obs.registry, settings.shard_id)
     tls = InternalTls.from_env("table")  # served to gateways, matchmaking; calls out as table
     reporter = ScoringReporter(settings.scoring, settings.shard_id, tls.connector("scoring"))
-    shard = Shard(settings.shard_id, settings.capacity, wall_ms, reporter.report,
+    # the rules clock: the wall clock's scale at start, advanced by the monotonic clock (a
+    # wall clock step while the shard runs moves no timer; platform/clock.py)
+    shard = Shard(settings.shard_id, settings.capacity, Timeline(), reporter.report,
                   settings.time_scale, ShardObserver(metrics, obs.telemetry),
                   settings.deal_seed, settings.action_rate, settings.resume_grace_s)
     if settings.journal != "off":  # every table it owns, back before it serves
@@ -71,7 +68,8 @@ async def serve(settings: TableSettings) -> None:
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
                       ["machiavelox.v1.TableAuthorityService"], register, name="table",
                       observability=obs, tls=tls)
-    tasks = [asyncio.create_task(shard.run_timers()), asyncio.create_task(shard.run_sweeper())]
+    tasks = [asyncio.create_task(shard.run_timers()), asyncio.create_task(shard.run_sweeper()),
+             asyncio.create_task(shard.run_liveness())]
     watcher.start()
 
     async def after_stop() -> None:

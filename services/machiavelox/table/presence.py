@@ -2,8 +2,10 @@
 
 One WatchLiveness stream per shard covers every player seated at a table in play here; when
 the set of players changes the stream is reopened (the service sends the current state first,
-so nothing falls between two streams). A change becomes a `Liveness` action at every table in
-play that seats the player, with the last sign of life converted to that table's time.
+so nothing falls between two streams). Each change goes to the shard's evidence (liveness.py),
+which tells the tables: alive, silent for a duration (dated on this shard's own clock: never
+presence's wall clock compared with ours), or unknown. While the stream is down (presence
+unreachable) every player is unknown: nobody's absence counts for what we cannot see.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import grpc
 from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
 from machiavelox.platform.tls import Connect
 
+from .liveness import ALIVE, UNKNOWN, Heard
 from .shard import Shard
 
 log = logging.getLogger(__name__)
@@ -66,17 +69,22 @@ class PresenceWatcher:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                         await task
-                if watching.done() and not changed.done():
-                    await asyncio.sleep(self.retry_s)  # the stream broke: try again
+                if watching.done() and not changed.done():  # the stream broke
+                    self.shard.presence_unknown()
+                    await asyncio.sleep(self.retry_s)
 
     async def _consume(self, call: grpc.aio.UnaryStreamCall) -> None:
         try:
             async for item in call:
                 change = item.change
-                self.shard.liveness(change.player_id, change.alive, change.since_ms)
+                self.shard.presence(change.player_id, self._heard(change))
         except grpc.aio.AioRpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 log.warning("presence stream broken: %s", err.code().name)
 
-
-
+    def _heard(self, change: presence_pb2.LivenessChange) -> Heard:
+        if change.unknown:
+            return UNKNOWN
+        if change.alive:
+            return ALIVE
+        return Heard("silent", self.shard.clock() - max(0, change.silent_for_ms))

@@ -169,6 +169,8 @@ def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
     entry.seat = codec.seat_to_pb(action.player)
     if isinstance(action, rules.Liveness):
         entry.liveness.alive = action.alive
+        if action.unknown:
+            entry.liveness.unknown = True
         if action.since_ms is not None:
             entry.liveness.since_ms = action.since_ms
     else:
@@ -180,7 +182,7 @@ def action_from_record(entry: journal_pb2.InputRecord) -> rules.Action:
     seat = codec.seat_from_pb(entry.seat)
     if entry.WhichOneof("kind") == "liveness":
         since = entry.liveness.since_ms if entry.liveness.HasField("since_ms") else None
-        return rules.Liveness(seat, entry.liveness.alive, since)
+        return rules.Liveness(seat, entry.liveness.alive, since, entry.liveness.unknown)
     return codec.action_from_pb(seat, entry.action)
 
 

@@ -49,6 +49,7 @@ from .host import TableHost
 from .journal import Journal, Watcher
 from .journal_store import JournalStore
 from .ledger import Ledger
+from .liveness import Evidence, Heard
 from .observe import ShardObserver
 from .records import JournalCorruptError, NoRecorder
 from .reporting import ResultReports, Send
@@ -82,6 +83,7 @@ class Shard:
         self.journal: Journal | None = None  # `attach_journal`; None: the journal is off
         self.ledger = Ledger()
         self.retention = Retention(resume_grace_s)
+        self.evidence = Evidence()  # who shows signs of life (liveness.py)
         self._draining = False
         self.deadlines = Deadlines(clock)
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
@@ -242,18 +244,65 @@ class Shard:
             self._defer(lambda: self.reports.due(host))
         self._defer(lambda: self._schedule(host))
 
-    def liveness(self, player_id: str, alive: bool, since_wall_ms: int) -> None:
-        """A presence change for every table in play that seats the player (M11)."""
-        if self.journal_down:
-            log.warning("presence change of %s not applied: the journal cannot be written",
-                        shown(player_id))
-            return
+    # ------------------------------------------------------------------ liveness (M11)
+    def presence(self, player_id: str, heard: Heard) -> None:
+        """What the presence service says of a player (alive, silent since, unknown)."""
+        self.evidence.presence(player_id, heard)
         for host in self.tables.values():
-            if host.finished or player_id not in host.seats:
-                continue
-            since = host.to_table_ms(since_wall_ms) if since_wall_ms else None
-            action = rules.Liveness(host.seats[player_id], alive, since)
-            self._after(host, host.apply(player_id, action, self.clock()).events)
+            if not host.finished and player_id in host.seats:
+                self._reassess(host, player_id)
+
+    def presence_unknown(self) -> None:
+        """The stream from presence is down: what it said no longer holds."""
+        self.evidence.presence_unknown()
+        self.reassess_all()
+
+    def reassess_all(self) -> None:
+        """Tell every table in play what is known now of its players."""
+        for host in list(self.tables.values()):
+            if not host.finished:
+                for player in host.players:
+                    self._reassess(host, player)
+
+    async def run_liveness(self, every_s: float = 1.0) -> None:
+        """Until cancelled: every second, the players whose first-hand lease ran out are told
+        what presence says (all of them once the journal is writable again after an outage:
+        nothing was applied meanwhile)."""
+        was_down = False
+        while True:
+            await asyncio.sleep(every_s)
+            down = self.journal_down
+            if was_down and not down:
+                self.reassess_all()
+            elif not down:
+                for table_id, player in self.evidence.lapsed(self.clock()):
+                    host = self.tables.get(table_id)
+                    if host is not None and not host.finished:
+                        self._reassess(host, player)
+            was_down = down
+
+    def _sign(self, host: TableHost, player_id: str) -> None:
+        """A first-hand sign of life (the player's gateway: subscription, action, heartbeat)."""
+        key = (host.table_id, player_id)
+        self.evidence.sign(key, self.clock())
+        if not self.evidence.told_alive(key):
+            self._reassess(host, player_id)
+
+    def _reassess(self, host: TableHost, player_id: str) -> None:
+        if self.journal_down:  # (not stored: told again once it can be)
+            return
+        now = self.clock()
+        heard = self.evidence.change((host.table_id, player_id), now)
+        if heard is None:
+            return
+        seat = host.seats[player_id]
+        if heard.kind == "alive":
+            action = rules.Liveness(seat, True)
+        elif heard.kind == "unknown":
+            action = rules.Liveness(seat, False, unknown=True)
+        else:
+            action = rules.Liveness(seat, False, host.to_table_ms(heard.since_ms))
+        self._after(host, host.apply(player_id, action, now).events)
 
     # ------------------------------------------------------------------ gateway items
     def drop_link(self, link: GatewayLink) -> None:
@@ -307,13 +356,9 @@ class Shard:
                     del self.subs[host.table_id][item.player_id]
             elif kind == "action":
                 self._act(link, host, item, arrived_ns)
-            elif kind == "liveness":
-                if self.journal_down:
-                    return  # (not stored: the next sign of life says it again)
-                seat = host.seats[item.player_id]
-                applied = host.apply(item.player_id, rules.Liveness(seat, item.liveness.alive),
-                                     self.clock())
-                self._after(host, applied.events)
+            elif kind == "liveness":  # first-hand, from the session's own gateway
+                if item.liveness.alive and self.subs[host.table_id].get(item.player_id) is link:
+                    self._sign(host, item.player_id)
             else:
                 raise invalid_argument("request/empty-item", "the item has no kind")
         except ServiceError as err:
@@ -333,6 +378,8 @@ class Shard:
 
     def _subscribe(self, link: GatewayLink, host: TableHost, player: str, from_seq: int) -> None:
         self.subs[host.table_id][player] = link
+        if not host.finished:
+            self._sign(host, player)
         seat = host.seats[player]
         if from_seq <= 0 or from_seq > host.seq:
             link.item(host.table_id, player, snapshot=snapshot(host, player))
@@ -374,6 +421,7 @@ class Shard:
                               "try again shortly")
         if self.journal is not None:
             self.ledger.add(link, item)
+        self._sign(host, player)  # (an action is a sign of life, M11.1 decision)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
                                    item.traceparent, arrived_ns)
         applied = host.apply(player, action, self.clock(), req.action, req.client_action_id)
@@ -445,6 +493,11 @@ class Shard:
             self.subs.pop(host.table_id, None)
             for player in host.seats:
                 self.limits.discard((host.table_id, player))
+            self.evidence.forget(host.table_id, host.players)
+        if gone:
+            seated = {p for host in self.tables.values() for p in host.players}
+            for player in {p for host in gone for p in host.players} - seated:
+                self.evidence.forget_player(player)
         return len(gone)
 
     def _final(self, link: GatewayLink, item: table_pb2.GatewayItem) -> None:

@@ -181,29 +181,25 @@ Global___ActionRequestItem: _TypeAlias = ActionRequestItem  # noqa: Y015
 
 @_typing.final
 class LivenessItem(_message.Message):
-    """A presence change, first-hand from the gateway that holds the player's stream (issue 13): it
-    outranks what the presence service says while that gateway's link holds the subscription.
+    """First-hand evidence from the gateway that holds the player's stream (issue 13): `alive` says
+    the stream shows signs of life now. A gateway sends it at most every few seconds while it
+    does; the shard counts the player alive for a lease after each one (and after each action or
+    subscription of the session), whatever the presence service says.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     ALIVE_FIELD_NUMBER: _builtins.int
-    SILENT_FOR_MS_FIELD_NUMBER: _builtins.int
     alive: _builtins.bool
-    """Alive (signs of life) or silent."""
-    silent_for_ms: _builtins.int
-    """Silent: for how long the gateway has seen no sign of life (ms, measured on the gateway's
-    monotonic clock; the shard subtracts it from its own).
-    """
+    """Signs of life now (a gateway sends only true; false is read as no evidence)."""
     def __init__(
         self,
         *,
         alive: _builtins.bool = ...,
-        silent_for_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alive", b"alive", "silent_for_ms", b"silent_for_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alive", b"alive"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
