@@ -52,9 +52,10 @@ class Evidence:
     def presence(self, player: str, heard: Heard) -> None:
         self._presence[player] = heard
 
-    def presence_unknown(self) -> None:
-        """The stream from presence is down: nothing it said before holds any more."""
-        for player in self._presence:
+    def presence_unknown(self, players: set[str]) -> None:
+        """The stream from presence is down: nothing it said of `players` (every player
+        seated here) holds any more."""
+        for player in players | set(self._presence):
             self._presence[player] = UNKNOWN
 
     # ------------------------------------------------------------------ what follows

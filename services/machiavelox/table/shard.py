@@ -57,6 +57,7 @@ from .retention import Retention, snapshot
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
+LIVENESS_TICK_S = 0.1  # presence changes reach the tables in ticks (see `presence`)
 
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
@@ -84,6 +85,8 @@ class Shard:
         self.ledger = Ledger()
         self.retention = Retention(resume_grace_s)
         self.evidence = Evidence()  # who shows signs of life (liveness.py)
+        self._heard: set[str] = set()  # players presence spoke of since the last tick
+        self._tick: asyncio.TimerHandle | None = None
         self._draining = False
         self.deadlines = Deadlines(clock)
         self._later: list[Callable[[], None]] | None = None  # see handle_frame
@@ -246,23 +249,42 @@ class Shard:
 
     # ------------------------------------------------------------------ liveness (M11)
     def presence(self, player_id: str, heard: Heard) -> None:
-        """What the presence service says of a player (alive, silent since, unknown)."""
+        """What the presence service says of a player (alive, silent since, unknown). The
+        tables hear it at the next liveness tick (`LIVENESS_TICK_S`), every change of one
+        tick at one instant: silences that presence makes known together (a resync after an
+        outage) mature together and are judged together (M11.3)."""
         self.evidence.presence(player_id, heard)
-        for host in self.tables.values():
-            if not host.finished and player_id in host.seats:
-                self._reassess(host, player_id)
+        self._heard.add(player_id)
+        if self._tick is None:
+            self._tick = asyncio.get_running_loop().call_later(LIVENESS_TICK_S,
+                                                               self.liveness_tick)
 
     def presence_unknown(self) -> None:
         """The stream from presence is down: what it said no longer holds."""
-        self.evidence.presence_unknown()
+        self.evidence.presence_unknown({p for host in self.tables.values()
+                                        if not host.finished for p in host.players})
         self.reassess_all()
 
-    def reassess_all(self) -> None:
-        """Tell every table in play what is known now of its players."""
+    def liveness_tick(self) -> None:
+        """The presence changes since the last tick reach the tables, at one instant."""
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        heard, self._heard = self._heard, set()
+        now = self.clock()
         for host in list(self.tables.values()):
             if not host.finished:
                 for player in host.players:
-                    self._reassess(host, player)
+                    if player in heard:
+                        self._reassess(host, player, now)
+
+    def reassess_all(self) -> None:
+        """Tell every table in play what is known now of its players (at one instant)."""
+        now = self.clock()
+        for host in list(self.tables.values()):
+            if not host.finished:
+                for player in host.players:
+                    self._reassess(host, player, now)
 
     async def run_liveness(self, every_s: float = 1.0) -> None:
         """Until cancelled: every second, the players whose first-hand lease ran out are told
@@ -275,10 +297,11 @@ class Shard:
             if was_down and not down:
                 self.reassess_all()
             elif not down:
-                for table_id, player in self.evidence.lapsed(self.clock()):
+                now = self.clock()
+                for table_id, player in self.evidence.lapsed(now):
                     host = self.tables.get(table_id)
                     if host is not None and not host.finished:
-                        self._reassess(host, player)
+                        self._reassess(host, player, now)
             was_down = down
 
     def _sign(self, host: TableHost, player_id: str) -> None:
@@ -288,10 +311,10 @@ class Shard:
         if not self.evidence.told_alive(key):
             self._reassess(host, player_id)
 
-    def _reassess(self, host: TableHost, player_id: str) -> None:
+    def _reassess(self, host: TableHost, player_id: str, now: int | None = None) -> None:
         if self.journal_down:  # (not stored: told again once it can be)
             return
-        now = self.clock()
+        now = self.clock() if now is None else now
         heard = self.evidence.change((host.table_id, player_id), now)
         if heard is None:
             return

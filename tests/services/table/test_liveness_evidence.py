@@ -53,10 +53,11 @@ def absence(host: TableHost) -> int | None:
     return host.match.table.players[P1].absence_since_ms
 
 
-def test_a_vouched_player_stays_alive_whatever_presence_says() -> None:
+async def test_a_vouched_player_stays_alive_whatever_presence_says() -> None:
     s, clock, host, link = shard()
     s.handle(link, subscribe_item(TABLE, "ann"))
     s.presence("ann", Heard("silent", clock.ms - 30_000))  # presence lost her heartbeats
+    s.liveness_tick()
     assert absence(host) is None
     for _ in range(10):  # her gateway keeps vouching: 100 s, never absent
         clock.ms += 10_000
@@ -70,25 +71,48 @@ def test_a_vouched_player_stays_alive_whatever_presence_says() -> None:
     assert absence(host) == host.to_table_ms(last_sign)
 
 
-def test_a_broken_presence_stream_makes_everyone_unknown() -> None:
+async def test_a_broken_presence_stream_makes_everyone_unknown() -> None:
     s, clock, host, _ = shard()
     s.presence("ann", Heard("silent", clock.ms - 5_000))
+    s.liveness_tick()
     assert absence(host) is not None
     s.presence_unknown()  # the shard lost its stream to presence
     assert absence(host) is None
     assert host.match.table.players[P1].unknown
     clock.ms += 60_000
     s.presence("ann", Heard("silent", clock.ms - 80_000))  # back: silent all along, it says
+    s.liveness_tick()
     assert absence(host) == host.to_table_ms(clock.ms)  # counted from now (never backdated)
     s.presence("ann", ALIVE)
+    s.liveness_tick()
     assert absence(host) is None
 
 
-def test_only_the_sessions_own_gateway_vouches() -> None:
+async def test_only_the_sessions_own_gateway_vouches() -> None:
     s, clock, host, link = shard()
     s.handle(link, subscribe_item(TABLE, "ann"))
     clock.ms += LEASE_MS
     other = GatewayLink("gw-2", _noop)
     vouch(s, other, "ann")  # a link that does not hold ann's session
     s.presence("ann", Heard("silent", clock.ms - 1_000))
+    s.liveness_tick()
     assert absence(host) is not None
+
+
+async def test_silences_known_in_one_tick_are_judged_together() -> None:
+    """M11.3: after an outage presence makes all three silences known one message at a time,
+    a millisecond apart; the shard applies them at one instant, so they mature together:
+    everyone gone, not a winner by a millisecond."""
+    s, clock, host, _ = shard()
+    s.presence_unknown()
+    clock.ms += 30_000
+    for player in PLAYERS:
+        s.presence(player, Heard("silent", clock.ms - 60_000))
+        clock.ms += 1
+    s.liveness_tick()
+    starts = {p.absence_since_ms for p in host.match.table.players}
+    assert len(starts) == 1
+    clock.ms += 91_000
+    host.advance(clock.ms)
+    result = host.match.smazzate[0].result
+    assert result is not None and result.ending == "everyone-gone"
