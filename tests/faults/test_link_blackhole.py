@@ -129,7 +129,10 @@ async def test_a_blackholed_link_is_seen_and_resent_actions_apply_once(
         await player.drain(0.3)
     before = {name: len(p.events) for name, p in players.items()}
 
-    proxy.stall(replies_only)  # a half-open link: nothing passes (back), nothing closes
+    if replies_only:  # a half-open link: nothing passes (back), nothing closes
+        proxy.stall(replies_only=True)
+    else:
+        proxy.blackhole()
     loop = asyncio.get_running_loop()
     cut_at = loop.time()
     intents = {"ann": "ann-draw-1", "bob": "bob-draw-1"}

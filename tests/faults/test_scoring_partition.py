@@ -23,7 +23,6 @@ proven here: on loopback the proxy's own kernel answers them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -48,23 +47,6 @@ HEAD_FOR_UPDATE = "SELECT last_offset FROM results_head WHERE id = 1 FOR UPDATE"
 pytestmark = pytest.mark.timeout(120)
 
 
-class Blackhole(TcpProxy):
-    """`stall()` that holds an end of stream too, as bytes: a partition delivers no FIN, so
-    the server can learn of the lost client only by itself. (TcpProxy's own `stall()` passes
-    the end of stream on: A, giving up on its report, would close its socket, the server would
-    end A's session at once, and this test would pass without the server-side bounds: tried.)"""
-
-    @staticmethod
-    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    flowing: asyncio.Event) -> None:
-        with contextlib.suppress(OSError):
-            while data := await reader.read(65536):
-                await flowing.wait()
-                writer.write(data)
-                await writer.drain()
-            await flowing.wait()
-
-
 def report(table_id: str) -> scoring_pb2.ReportResultRequest:
     return scoring_pb2.ReportResultRequest(
         table_id=table_id, smazzata=1, kind=table_pb2.MATCH_KIND_SINGLE, competitive=True,
@@ -74,9 +56,9 @@ def report(table_id: str) -> scoring_pb2.ReportResultRequest:
 
 
 @pytest.fixture
-async def proxy() -> AsyncIterator[Blackhole]:
+async def proxy() -> AsyncIterator[TcpProxy]:
     parts = urlsplit(PG_URL)
-    relay = Blackhole(parts.hostname or "127.0.0.1", parts.port or 5432)
+    relay = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
     await relay.start()
     yield relay
     relay.resume()
@@ -84,7 +66,7 @@ async def proxy() -> AsyncIterator[Blackhole]:
 
 
 @pytest.fixture
-async def replicas(tmp_path: Path, proxy: Blackhole) -> AsyncIterator[tuple[Proc, Proc, str]]:
+async def replicas(tmp_path: Path, proxy: TcpProxy) -> AsyncIterator[tuple[Proc, Proc, str]]:
     """A (through the proxy), B (direct), and the schema's direct URL. Started from threads:
     the proxy lives on this test's event loop, which must run meanwhile."""
     started: list[Proc] = []
@@ -141,7 +123,7 @@ async def stored_by(stub: scoring_pb2_grpc.ScoringServiceStub,
 
 
 async def test_a_partitioned_replica_holding_the_head_stops_no_other(
-        replicas: tuple[Proc, Proc, str], proxy: Blackhole) -> None:
+        replicas: tuple[Proc, Proc, str], proxy: TcpProxy) -> None:
     a, b, direct = replicas
     holder = await psycopg.AsyncConnection.connect(direct)  # its transaction holds the head
     observer = await psycopg.AsyncConnection.connect(direct, autocommit=True)
@@ -160,9 +142,9 @@ async def test_a_partitioned_replica_holding_the_head_stops_no_other(
 async def partitioned(stub_a: scoring_pb2_grpc.ScoringServiceStub,
                       stub_b: scoring_pb2_grpc.ScoringServiceStub,
                       at_a: asyncio.Future[scoring_pb2.ReportResultResponse],
-                      holder: Connection, observer: Connection, proxy: Blackhole) -> None:
+                      holder: Connection, observer: Connection, proxy: TcpProxy) -> None:
     a_pid = await backend_waiting_on(observer, holder.info.backend_pid)
-    proxy.stall()  # the partition: from now on A and its backend hear nothing of each other
+    proxy.blackhole()  # the partition: from now on A and its backend hear nothing of each other
     await holder.commit()  # A's backend takes the head; its answer stays in the proxy
     for _ in range(int(WAIT_S / POLL_S)):
         if await state_of(observer, a_pid) != "active":

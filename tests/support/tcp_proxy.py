@@ -11,7 +11,9 @@ from urllib.parse import urlsplit, urlunsplit
 class TcpProxy:
     """Relays loopback TCP connections to `target`. `stall()` stops forwarding (bytes are read
     and held, connections stay open, a new one is accepted and goes nowhere), `replies_only`
-    in one direction; `resume()` forwards again, held bytes first. `close()` closes the port
+    in one direction; `blackhole()` is a stall that holds ends of stream too (a partition
+    delivers no FIN: each side can learn of the other's loss only by itself); `resume()`
+    forwards again, held bytes first. `close()` closes the port
     and every connection (`cut()` the connections only); `start()` opens the same port
     again."""
 
@@ -22,6 +24,7 @@ class TcpProxy:
         self._handlers: set[asyncio.Task[None]] = set()
         self._requests = asyncio.Event()
         self._replies = asyncio.Event()
+        self._hold_eof = False
         self.resume()
 
     async def start(self) -> None:
@@ -33,7 +36,12 @@ class TcpProxy:
         if not replies_only:
             self._requests.clear()
 
+    def blackhole(self) -> None:
+        self._hold_eof = True
+        self.stall()
+
     def resume(self) -> None:
+        self._hold_eof = False
         self._requests.set()
         self._replies.set()
 
@@ -74,14 +82,15 @@ class TcpProxy:
                     writer.close()
             self._handlers.discard(task)
 
-    @staticmethod
-    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     flowing: asyncio.Event) -> None:
         with contextlib.suppress(OSError):
             while data := await reader.read(65536):
                 await flowing.wait()
                 writer.write(data)
                 await writer.drain()
+            if self._hold_eof:  # (a blackhole: the end of stream waits like the bytes)
+                await flowing.wait()
 
 
 def via_proxy(url: str, port: int) -> str:
