@@ -80,12 +80,14 @@ def rejudge(t: Table, cal: Calata) -> None:
 def maybe_auto_conclude(t: Table, ps: PlayerState) -> list[Event]:
     """Decision (M5.4): a calata concludes by itself when its work is in order.
 
-    The stopper's calata must also leave the whole table in order before it can close (M9.4)."""
+    The stopper's calata (M9.7 decision): all the stopper's work during the freeze is one
+    calata, judged once when the freeze ends, so it concludes by itself only as the closing:
+    no card left and the whole table in order (M9.4: nobody closes leaving wounds)."""
     cal = t.open_calata(ps.seat)
     if cal is None or ps.pozzetto or ps.hold is not None or cal.fail_ops:
         return []
-    if cal.is_stop and not ps.hand and not t.table_in_order():
-        return []  # the stopper may not close leaving wounds: mend them first
+    if cal.is_stop and t.phase is Phase.FROZEN and (ps.hand or not t.table_in_order()):
+        return []  # nothing of it is confirmed before the freeze ends
     return conclude(t, cal, "auto")
 
 

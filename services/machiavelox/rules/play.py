@@ -211,6 +211,11 @@ def conclude(t: Table, a: A.Conclude) -> list[Event]:
     cal = t.open_calata(ps.seat)
     if cal is None:
         raise illegal("calata/none", f"{ps.seat} has no open calata")
+    if cal.is_stop and t.phase is Phase.FROZEN and ps.hand:
+        # M9.7 decision: the stop-calata is judged once, when the freeze ends (a closing,
+        # the 3 minutes, giving up); with cards left, concluding it would be none of those
+        raise illegal("stop/one-calata", "during your Stop! all your work is one calata, "
+                      "judged when the freeze ends: close, or give up (M9.7)")
     return L.conclude(t, cal, "explicit")
 
 
