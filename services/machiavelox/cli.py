@@ -20,6 +20,7 @@ SERVICES = {
     "controller": ("machiavelox.controller.main", "run the shard capacity controller"),
     "up": ("machiavelox.local.up", "run the whole cluster on this machine"),
     "bots": ("machiavelox.bots.main", "bot players that queue and play through the gateway"),
+    "play": ("machiavelox.client.app", "play in the terminal, as a person (a Textual client)"),
 }
 
 
