@@ -40,7 +40,8 @@ SERVER: Options = [
     ("grpc.http2.ping_timeout_ms", int(PING_TIMEOUT_S * 1000)),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.http2.min_recv_ping_interval_without_data_ms", int(MIN_CLIENT_PING_S * 1000)),
+    # (GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS: its string has no "recv")
+    ("grpc.http2.min_ping_interval_without_data_ms", int(MIN_CLIENT_PING_S * 1000)),
     ("grpc.http2.max_ping_strikes", PING_STRIKES),
 ]
 
