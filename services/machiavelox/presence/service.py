@@ -12,14 +12,8 @@ from machiavelox._gen.v1 import presence_pb2, presence_pb2_grpc
 from machiavelox.platform.errors import ServiceError, invalid_argument, unavailable
 from machiavelox.platform.server import Register
 
-from .store import (
-    Clock,
-    LivenessChange,
-    LivenessHub,
-    Presence,
-    PresenceStore,
-    StoreUnavailableError,
-)
+from .hub import LivenessChange
+from .store import Presence, PresenceStore, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +55,19 @@ def encode_presence(p: Presence) -> presence_pb2.PlayerPresence:
 
 def encode_change(c: LivenessChange) -> presence_pb2.WatchLivenessResponse:
     return presence_pb2.WatchLivenessResponse(change=presence_pb2.LivenessChange(
-        player_id=c.player_id, alive=c.alive, since_ms=c.since_ms))
+        player_id=c.player_id, alive=c.alive, since_ms=c.since_ms,
+        silent_for_ms=c.silent_for_ms, unknown=c.unknown))
 
 
 class PresenceServicer(presence_pb2_grpc.PresenceServiceServicer):
-    def __init__(self, store: PresenceStore, hub: LivenessHub, clock: Clock) -> None:
+    def __init__(self, store: PresenceStore) -> None:
         self._store = store
-        self._hub = hub
-        self._clock = clock
 
     async def Heartbeat(self, request: presence_pb2.HeartbeatRequest, context: Context
                         ) -> presence_pb2.HeartbeatResponse:
         player = check_player_id(request.player_id)
         try:
-            beat = await self._store.heartbeat(player, self._clock())
+            beat = await self._store.heartbeat(player)
         except StoreUnavailableError as exc:
             raise _store_down(exc) from exc
         if beat.revived:
@@ -106,33 +99,28 @@ class PresenceServicer(presence_pb2_grpc.PresenceServiceServicer):
                           ) -> presence_pb2.GetPresenceResponse:
         players = check_player_ids(request.player_ids)
         try:
-            found = await self._store.presence(players, self._clock())
+            found = await self._store.presence(players)
         except StoreUnavailableError as exc:
             raise _store_down(exc) from exc
         return presence_pb2.GetPresenceResponse(players=[encode_presence(p) for p in found])
 
     async def WatchLiveness(self, request: presence_pb2.WatchLivenessRequest, context: Context
                             ) -> AsyncIterator[presence_pb2.WatchLivenessResponse]:
-        """The current state of each player, then every change, until the client leaves or
-        this replica shuts down (then the stream ends with OK and the shard watches again)."""
+        """The current view of each player, then every change, until the client leaves or
+        this replica shuts down (then the stream ends with OK and the shard watches again).
+        While this replica cannot use its store every player is `unknown` (issue 13 item 1):
+        the stream stays open and is told the truth when the store is back."""
         players = check_player_ids(request.player_ids, unique=True)
         if not players:
             raise invalid_argument(INVALID, "watch at least one player")
-        watch = self._hub.watch(players)
+        watch = await self._store.watch(players)
         try:
-            # Subscribed first, then the snapshot: nothing falls between; duplicates are dropped.
-            try:
-                snapshot = await self._store.liveness(players)
-            except StoreUnavailableError as exc:
-                raise _store_down(exc) from exc
-            for current in snapshot:
-                watch.offer(current)
             while (change := await watch.next()) is not None:
                 yield encode_change(change)
             if watch.lagging:
                 raise unavailable("presence/lagging", "the watcher fell behind; watch again")
         finally:
-            self._hub.unwatch(watch)
+            self._store.hub.unwatch(watch)
 
 
 def register(servicer: PresenceServicer) -> Register:

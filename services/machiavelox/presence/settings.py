@@ -4,9 +4,12 @@ Why presence reports *silence*, and the shard decides *dormancy* (10 s) and *aba
 
 - Apps send a sign of life about every 2 s. `MACHIAVELOX_PRESENCE_SILENCE_MS` (default 5000, two
   and a half heartbeats, so one lost heartbeat does not flap) is how long presence waits before
-  reporting a player silent. A silent change carries `since_ms` = the last sign of life, so the
-  shard arms its own 10 s and 90 s timers from the true start of the absence, ahead of time, and
-  dormancy shows at exactly 10 s whatever the sweep latency.
+  reporting a player silent. A silent change carries `silent_for_ms`, how long the player has
+  been silent (a duration on presence's one clock: never a timestamp for another machine to
+  compare with its own), so the shard arms its own 10 s and 90 s timers from the start of the
+  absence, whatever the sweep latency. It is never more than presence could vouch for: after an
+  outage of presence or its store the player is `unknown`, and silence counts from when
+  presence could tell again (store.py).
 - Any game action is also a sign of life (M11.1); actions reach the shard, not presence.
 - The 90 s clock depends on game state presence never sees: it does not run for frozen players
   during a Stop! and restarts when the freeze ends, nor for non-participants in a tiebreak, and
@@ -52,8 +55,22 @@ class PresenceSettings:
 
     @property
     def sweep_interval_s(self) -> float:
-        """How often silence is looked for: a tenth of the threshold, between 10 ms and 1 s."""
+        """How often silence is looked for (and each replica records its beacon): a tenth of
+        the threshold, between 10 ms and 1 s."""
         return min(1000, max(10, self.silence_ms // 10)) / 1000
+
+    @property
+    def store_timeout_s(self) -> float:
+        """Each Redis command's timeout: a fifth of the threshold, between 0.2 s and 1 s (it
+        must stay well under the threshold less the apps' 2 s heartbeat interval:
+        redis_store.py)."""
+        return min(1.0, max(0.2, self.silence_ms / 5000))
+
+    @property
+    def stale_ms(self) -> int:
+        """A replica whose last beacon is older than this is out of the way of silences: half
+        the threshold, and at least three sweeps."""
+        return max(self.silence_ms // 2, 3 * int(self.sweep_interval_s * 1000))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PresenceSettings:

@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
 from machiavelox._gen.v1 import presence_pb2
 from machiavelox.local.processes import MACHIAVELOX, free_port
+from machiavelox.platform.clock import wall_ms
 
-from .conftest import (
-    SILENCE_MS,
+from .conftest import SILENCE_MS
+from .replicas import (
     ChangeStream,
+    KeepAlive,
     Launcher,
     Replica,
-    now_ms,
+    heartbeat,
     redis_keys,
+    watching,
 )
 
 BEAT_S = SILENCE_MS / 5 / 1000
 REASON_KEY = "machiavelox-reason"
-
-
-async def heartbeat(replica: Replica, player: str) -> int:
-    reply = await replica.stub.Heartbeat(presence_pb2.HeartbeatRequest(player_id=player),
-                                         timeout=5)
-    at: int = reply.at_ms
-    return at
+SLACK_MS = 5  # ms rounding of two clocks
 
 
 async def presence_of(replica: Replica, *players: str) -> list[presence_pb2.PlayerPresence]:
@@ -42,50 +37,38 @@ async def presence_of(replica: Replica, *players: str) -> list[presence_pb2.Play
     return list(reply.players)
 
 
-@contextlib.asynccontextmanager
-async def watching(replica: Replica, *players: str) -> AsyncIterator[ChangeStream]:
-    stream = ChangeStream(replica.stub.WatchLiveness(
-        presence_pb2.WatchLivenessRequest(player_ids=list(players))))
-    try:
-        yield stream
-    finally:
-        await stream.close()
+def alive(player: str, since_ms: int) -> presence_pb2.LivenessChange:
+    return presence_pb2.LivenessChange(player_id=player, alive=True, since_ms=since_ms)
 
 
-class KeepAlive:
-    """Heartbeats a player every fifth of the silence threshold, like an app.
-
-    `stop` lets a heartbeat in flight finish instead of cancelling it, so `last_at` is exactly
-    the last sign of life the server recorded (a cancelled call may still have reached it)."""
-
-    def __init__(self, replica: Replica, player: str) -> None:
-        self.replica, self.player = replica, player
-        self.last_at = 0
-        self.stopping = asyncio.Event()
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        while not self.stopping.is_set():
-            self.last_at = await heartbeat(self.replica, self.player)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), BEAT_S)
-
-    async def stop(self) -> int:
-        self.stopping.set()
-        await self.task
-        return self.last_at
+def bounded_silence(change: presence_pb2.LivenessChange, player: str, since_s: float) -> None:
+    """`change` is `player`'s silence, of at least the threshold and at most as long as the
+    test has known them gone (time.monotonic() `since_s`)."""
+    assert (change.player_id, change.alive, change.unknown) == (player, False, False), change
+    assert SILENCE_MS <= change.silent_for_ms <= (time.monotonic() - since_s) * 1000 + SLACK_MS
 
 
-def change(player: str, alive: bool, since_ms: int) -> presence_pb2.LivenessChange:
-    return presence_pb2.LivenessChange(player_id=player, alive=alive, since_ms=since_ms)
+async def settle_never_seen(stream: ChangeStream, replica: Replica, *players: str) -> None:
+    """Players never seen, on a replica that just started: unknown until it has run for the
+    threshold (it does not know what happened before it started), then silent for no longer
+    than it has run; in the order asked."""
+    waiting = []
+    for player in players:
+        first = await stream.next()
+        assert first.player_id == player
+        if first.unknown:
+            waiting.append(player)
+        else:
+            bounded_silence(first, player, replica.started)
+    for player, change in (await stream.until_each(waiting, "silent")).items():
+        bounded_silence(change, player, replica.started)
 
 
 async def test_heartbeat_then_get_presence(launcher: Launcher, backend: str,
                                            redis_prefix: str) -> None:
     replica = await launcher.start()
-    before = now_ms()
     at = await heartbeat(replica, "ann")
-    assert before <= at <= now_ms()
+    assert abs(at - wall_ms()) < 1000  # presence's clock: Unix ms (Redis's, or set at start)
     ann, ghost = await presence_of(replica, "ann", "ghost")
     assert (ann.player_id, ann.alive, ann.last_seen_ms, ann.connected) == ("ann", True, at, False)
     assert (ghost.player_id, ghost.alive, ghost.last_seen_ms) == ("ghost", False, 0)
@@ -101,22 +84,23 @@ async def test_heartbeat_then_get_presence(launcher: Launcher, backend: str,
 async def test_watch_sends_the_state_then_silence_and_revival(launcher: Launcher) -> None:
     replica = await launcher.start()
     async with watching(replica, "bob", "cid") as stream:
-        first = [await stream.next(), await stream.next()]
-        assert first == [change("bob", False, 0), change("cid", False, 0)]  # never seen
-        keeper = KeepAlive(replica, "bob")
+        await settle_never_seen(stream, replica, "bob", "cid")
+        keeper = KeepAlive(replica, "bob", BEAT_S)
         revived = await stream.next()
         assert (revived.player_id, revived.alive) == ("bob", True)
         await stream.expect_nothing(3 * SILENCE_MS / 1000)  # heartbeats keep bob alive
-        last_at = await keeper.stop()
+        await keeper.stop()
         silent = await stream.next(timeout_s=5 * SILENCE_MS / 1000)
-        assert silent == change("bob", False, last_at)  # silent since the last sign of life
-        assert now_ms() - last_at >= SILENCE_MS  # not before the threshold
+        bounded_silence(silent, "bob", keeper.last_sent)  # a duration: since the last sign
+        sent = time.monotonic()
         back_at = await heartbeat(replica, "bob")
-        assert await stream.next() == change("bob", True, back_at)
-        assert await stream.next(timeout_s=5 * SILENCE_MS / 1000) == change("bob", False, back_at)
+        assert await stream.next() == alive("bob", back_at)
+        bounded_silence(await stream.next(timeout_s=5 * SILENCE_MS / 1000), "bob", sent)
         await stream.expect_nothing(2 * SILENCE_MS / 1000)  # each change once, nothing more
     async with watching(replica, "bob") as late:  # a new watcher starts from the state
-        assert await late.next() == change("bob", False, back_at)
+        told = await late.next()
+        assert (told.alive, told.unknown, told.since_ms) == (False, False, back_at)
+        assert told.silent_for_ms >= SILENCE_MS
 
 
 async def test_set_connected_is_reflected(launcher: Launcher) -> None:
@@ -164,26 +148,26 @@ async def test_two_replicas_share_one_redis(launcher: Launcher) -> None:
     a = await launcher.start()
     b = await launcher.start()
     async with watching(b, "eve") as on_b, watching(a, "eve") as on_a:
-        assert await on_b.next() == change("eve", False, 0)
-        assert await on_a.next() == change("eve", False, 0)
+        sent = time.monotonic()
         at = await heartbeat(a, "eve")
         [eve] = await presence_of(b, "eve")
         assert (eve.alive, eve.last_seen_ms) == (True, at)
-        assert await on_b.next() == change("eve", True, at)
-        assert await on_a.next() == change("eve", True, at)
-        # Both replicas sweep; exactly one of them reports the silence, each watcher sees it once.
-        assert await on_b.next(timeout_s=5 * SILENCE_MS / 1000) == change("eve", False, at)
-        assert await on_a.next() == change("eve", False, at)
+        assert await on_b.until("eve", "alive") == alive("eve", at)
+        assert await on_a.until("eve", "alive") == alive("eve", at)
+        # Both replicas sweep; exactly one of them claims the lapse, each watcher is told once.
+        bounded_silence(await on_b.next(timeout_s=5 * SILENCE_MS / 1000), "eve", sent)
+        bounded_silence(await on_a.next(), "eve", sent)
+        sent = time.monotonic()
         back = await heartbeat(b, "eve")
-        assert await on_b.next() == change("eve", True, back)
-        assert await on_a.next() == change("eve", True, back)
+        assert await on_b.next() == alive("eve", back)
+        assert await on_a.next() == alive("eve", back)
         await on_b.expect_nothing(SILENCE_MS / 1000 / 2)  # alive until the threshold
-        assert await on_b.next(timeout_s=5 * SILENCE_MS / 1000) == change("eve", False, back)
-        assert await on_a.next() == change("eve", False, back)
+        bounded_silence(await on_b.next(timeout_s=5 * SILENCE_MS / 1000), "eve", sent)
+        bounded_silence(await on_a.next(), "eve", sent)
         await on_b.expect_nothing(4 * SILENCE_MS / 1000)
         await on_a.expect_nothing(0.05)
-    # Each silence was claimed by one sweep: two silences, two claims between both replicas.
-    claims = sum(line.count('"msg": "player silent"') for line in (a.stderr(), b.stderr()))
+    # Each lapse was claimed by one sweep: two lapses, two claims between both replicas.
+    claims = sum(line.count('"msg": "player lapsed"') for line in (a.stderr(), b.stderr()))
     assert claims == 2
 
 

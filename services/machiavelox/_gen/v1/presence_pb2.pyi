@@ -49,7 +49,7 @@ class HeartbeatResponse(_message.Message):
 
     AT_MS_FIELD_NUMBER: _builtins.int
     at_ms: _builtins.int
-    """Server time of the record, Unix ms."""
+    """Server time of the record, Unix ms of the presence service's clock (as last_seen_ms)."""
     def __init__(
         self,
         *,
@@ -176,7 +176,10 @@ class PlayerPresence(_message.Message):
     gateway_id: _builtins.str
     """The gateway instance."""
     last_seen_ms: _builtins.int
-    """The last sign of life, Unix ms (0: never)."""
+    """The last sign of life, Unix ms (0: never) of the presence service's clock: its store's
+    (Redis's own TIME, or the memory store's monotonic timeline, set from the wall clock at
+    start). Compare it only with other times from presence, never with another machine's.
+    """
     alive: _builtins.bool
     """Alive: a sign of life within the silence threshold."""
     def __init__(
