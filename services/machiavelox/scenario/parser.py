@@ -77,6 +77,13 @@ class _Parser:
         line, text = cur.number, cur.line.text
         if word in ("title", "match"):
             return self.header(cur, first)
+        if word == "rules":  # `rules classic` first makes a classic scenario (scenario.classic)
+            which = cur.keyword("machiavelox", "classic")
+            if which == "classic" or any(not isinstance(st, Title) for st in self.out):
+                raise cur.error(f"'rules {which}' must be the first statement (after an "
+                                "optional title)", first)
+            cur.end()
+            return None
         if word in SETUP_WORDS:
             self.setup(cur, first)
             return None

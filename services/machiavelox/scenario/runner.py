@@ -5,6 +5,9 @@
 then a summary line `N passed, M failed`. A file stops at its first failure; an engine crash
 fails that file only.
 
+A scenario that starts with `rules classic` runs on the classic engine instead
+(`scenario.classic`, SCENARIO-FORMAT.md "Classic Machiavelli").
+
 The run is a sequence of smazzate: every `Start` deals a new table (today only the first, since
 long matches are not implemented; a later `Start` is accepted once the previous smazzata ended,
 with the clock running on, which is what a long match needs).
@@ -20,6 +23,7 @@ from typing import TextIO
 
 from machiavelox import rules
 
+from . import classic
 from .checks import EventKey, check
 from .errors import ScenarioFailure, ScenarioSyntaxError
 from .parser import parse_text
@@ -91,13 +95,22 @@ def run_file(path: str, verbose: bool = False, out: TextIO | None = None) -> Fil
 
 def run_text(text: str, name: str = "<text>", verbose: bool = False,
              out: TextIO | None = None) -> FileResult:
-    """Parse and run one scenario given as text."""
+    """Parse and run one scenario given as text: a classic one (`rules classic`, the
+    `classic` subpackage) or a Machiavelox one."""
+    stream = out if out is not None else sys.stdout
+    is_classic = classic.is_classic(text)
     try:
-        scenario = parse_text(text)
+        if is_classic:
+            classic_scenario = classic.parse_text(text)
+        else:
+            scenario = parse_text(text)
     except ScenarioSyntaxError as e:
         return FileResult(name, False, e.message, e.line, e.col)
     try:
-        Runner(verbose, out if out is not None else sys.stdout).run(scenario)
+        if is_classic:
+            classic.ClassicRunner(verbose, stream).run(classic_scenario)
+        else:
+            Runner(verbose, stream).run(scenario)
     except ScenarioFailure as f:
         return FileResult(name, False, f.text, f.line)
     return FileResult(name, True)
