@@ -7,6 +7,10 @@ repetition of a table operation starts from a fresh `copy.deepcopy` of the same 
 made outside the timed region; only the engine call is timed, with `time.perf_counter_ns`, and
 the garbage collector is paused while timing. Prints the median and the 99th percentile in
 microseconds per operation, then whether every single action stays under 100 µs.
+
+Two operations use tables of their own: a direct meld of 14 cards round the circle (M3.3,
+split 7 + 7 at once), and an attach whose judgement needs another player's trial card put on
+the meld after 8 stray trial cards (M5.4.4: the least trial work, found exactly).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from machiavelox.rules import (
     Conclude,
     Deal,
     Declare,
+    Direct,
     Move,
     Place,
     Seat,
@@ -72,6 +77,28 @@ def busy_deal() -> Deal:
         drawn=frozenset((P1, P2, P3)),
         direct_meld=frozenset((P1, P2, P3)),
     )
+
+
+def small_deal(table: tuple[str, ...], hands: tuple[str, str, str]) -> Deal:
+    return Deal(removed=(), talloni=((), (), ()),
+                hands=(cards(hands[0]), cards(hands[1]), cards(hands[2])),
+                table=tuple(cards(m) for m in table), drawn=frozenset((P1, P2, P3)),
+                direct_meld=frozenset((P1, P2, P3)))
+
+
+STRAYS = "2H 4H 6H 8H 2S 4S 6S 8S"
+
+
+def strays_table() -> Table:
+    """4-5-6♣ with 8 stray cards of p2 on trial on it, then p3's 7♣ on trial; p1 holds 8♣."""
+    t = Table(small_deal(("4C 5C 6C", "7H 7S 7D"), ("8C 2D", STRAYS + " KD", "7C QD")))
+    run_id = t.board.where[card("4C")]
+    t.apply(Declare(P2, cards(STRAYS + " KD")), 500)
+    for c in cards(STRAYS):
+        t.apply(Place(P2, c, run_id), 500)
+    t.apply(Declare(P3, cards("7C QD")), 600)
+    t.apply(Place(P3, card("7C"), run_id), 600)
+    return t
 
 
 def meld_of(t: Table, text: str) -> int:
@@ -144,9 +171,12 @@ def main() -> None:
     # M3: meld validation (pure).
     three, four, ten = cards("5H#2 6H#2 4H#2"), cards("7S 7H 7D 7C"), run(Suit.D, 2, 11, 1)
     assert classify(three) and classify(four) and classify(ten)
+    circle = cards("AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH QH KH AH#2")
     results += [bench_pure("classify, 3-card run", lambda: classify(three), reps * 10),
                 bench_pure("classify, 4-card set", lambda: classify(four), reps * 10),
-                bench_pure("classify, 10-card run", lambda: classify(ten), reps * 10)]
+                bench_pure("classify, 10-card run", lambda: classify(ten), reps * 10),
+                bench_pure("classify, 14-card run round the circle",
+                           lambda: classify(circle), reps * 10)]
 
     # M5.2: a hand card onto a run end; the calata concludes by itself (confirmed).
     clubs = meld_of(base, "6C")
@@ -186,6 +216,27 @@ def main() -> None:
         assert ev[-1].kind == "failed", ev
 
     results += bench_steps(failing, [("conclude with failure (undo)", conclude)], reps)
+
+    # M3.3: 14 hearts put down at once: regular round the circle, split 7 + 7 at once.
+    circle_table = Table(small_deal((), (" ".join(str(c) for c in circle) + " 2C", "", "")))
+    circle_table.apply(Declare(P1, circle), 500)
+
+    def direct_circle(t: Table) -> None:
+        ev = t.apply(Direct(P1, circle), 1_000)
+        assert ev[-1].kind == "confirmed" and len(t.board.melds) == 2, ev
+
+    results += bench_steps(circle_table, [("direct meld of 14 round the circle (splits)",
+                                           direct_circle)], reps)
+
+    # M5.4.4: p1's 8♣ needs p3's 7♣, put on trial after 8 strays of p2 on the same meld.
+    strays = strays_table()
+
+    def lean(t: Table) -> None:
+        ev = t.apply(Attach(P1, card("8C"), t.board.where[card("4C")]), 1_000)
+        assert ev[-1].kind == "confirmed", ev
+
+    results += bench_steps(strays, [("attach needing a trial card behind 8 strays", lean)],
+                           reps)
 
     # P5: building one player's view (pure); on the quiet table and during a calata.
     busy = copy.deepcopy(base)

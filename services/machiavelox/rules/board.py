@@ -11,6 +11,18 @@ meld, the high side of an interior removal, the high half of a long-run split), 
 them, so ids are stable across undo. When a replay refers to a split half that the replay never
 created (the removal that split it was undone), the id resolves to the meld it was split from:
 the halves join again, as the cards would on a real table.
+
+A run of 21 or more cards (M3.3, round the circle: only a direct meld can be that long) splits
+into halves still longer than 10, which split again; their ids are derived from the op's split
+id (`extra_split_id`), in a range the table's counter never reaches.
+
+Cut boards. `Board.cut` makes a board holding only some melds of another (one meld's lineage:
+the meld and the pieces split off it), and `apply(op, take=..., put=...)` applies one side of
+an op that moves a card between that lineage and another. Every change an op makes stays in
+the lineages of the melds it names (a removal splits its source, an add splits its
+destination, and a split half's id resolves only to the meld it came from), so a replay of
+the ops that name one lineage, on a cut board, is that lineage exactly as in a whole replay
+(judge.py uses it: one meld judged without some ops costs the ops on that meld, not all).
 """
 
 from __future__ import annotations
@@ -20,8 +32,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .cards import Card
-from .melds import split_long_run, split_on_removal
+from .melds import MAX_RUN_BEFORE_SPLIT, split_long_run, split_on_removal
 from .seats import Seat
+
+# Ids of the further halves of a run of 21+ cards (`extra_split_id`): the table's counter
+# (three ids per op, from 1) would reach this only after some 700 million ops, and derived ids
+# stay within the wire's uint32 for the first 350 million ops (docs/rules-decisions.md).
+EXTRA_SPLIT_IDS = 1 << 31
+
+
+def extra_split_id(split_id: int, which: int) -> int:
+    """The id of a further half (`which` 0: of the low half, 1: of the high half) when a split
+    by `split_id` leaves a half longer than 10 (M3.3). Stable across replays, like every id."""
+    return EXTRA_SPLIT_IDS + 2 * split_id + which
 
 
 class OpKind(enum.Enum):
@@ -84,6 +107,22 @@ class Board:
     born: set[int] = field(default_factory=set)  # every id that existed on this board
     last_op: dict[Card, int] = field(default_factory=dict)  # card -> seq of its last live op
     halves: dict[int, list[int]] = field(default_factory=dict)  # meld -> halves split off it
+    # A cut board (`cut`): the board it was cut from, whose born ids and applied ops count
+    # here too (`resolve`). None for a whole board.
+    outer: Board | None = None
+
+    def __post_init__(self) -> None:
+        # Judgements already made on this (consolidated) board, by everything they depend on
+        # (judge.py): a pure cache, not state, so not a field (two boards equal as fields may
+        # hold different memos; copies start empty). Emptied when the board changes.
+        self.memo: dict[object, object] = {}
+        self.memo_version = 0
+
+    def __getstate__(self) -> dict[str, object]:
+        """Copies and pickles leave the judgement cache behind (they start empty)."""
+        state = dict(self.__dict__)
+        state["memo"] = {}
+        return state
 
     def copy(self) -> Board:
         return Board(
@@ -95,6 +134,7 @@ class Board:
             born=set(self.born),
             last_op=dict(self.last_op),
             halves={k: list(v) for k, v in self.halves.items()},
+            outer=self.outer,
         )
 
     # -- queries -------------------------------------------------------------------------
@@ -104,8 +144,12 @@ class Board:
         A split half this board never made resolves to the meld it comes from when the op that
         split it is not on this board (the cards never parted); when that op is here but did not
         split (the half had no cards this time), the half is a meld of its own, empty so far."""
+        outer = self.outer
         while meld_id not in self.melds and meld_id not in self.born and meld_id in self.parents:
-            if self.creators.get(meld_id) in self.applied:
+            if outer is not None and meld_id in outer.born:
+                break
+            creator = self.creators.get(meld_id)
+            if creator in self.applied or (outer is not None and creator in outer.applied):
                 break
             meld_id = self.parents[meld_id]
         return meld_id
@@ -149,6 +193,15 @@ class Board:
                     stack.append(half)
         return out
 
+    def cut(self, ids: Iterable[int]) -> Board:
+        """A board holding only the melds `ids` of this one (see the module doc), sharing its
+        id registries; ids born and ops applied on this board still count on the cut one."""
+        melds = {k: list(self.melds[k]) for k in ids}
+        where = {c: k for k, cs in melds.items() for c in cs}
+        last = self.last_op
+        return Board(melds=melds, where=where, parents=self.parents, creators=self.creators,
+                     last_op={c: last[c] for c in where if c in last}, outer=self)
+
     # -- changes -------------------------------------------------------------------------
     def new_meld(self, meld_id: int, cards: Iterable[Card]) -> None:
         self.melds[meld_id] = []
@@ -166,7 +219,10 @@ class Board:
             cards.remove(card)
             if not cards:
                 del self.melds[mid]
-            return [mid]
+                return [mid]
+            # M3.3: taking a stray card out of an irregular meld may leave a regular run of
+            # more than 10 (attaching to it did not split it, being irregular): split it now.
+            return [mid, *self._split_if_long(mid, split_id)]
         low, high = halves
         self.melds[mid] = low
         self.new_meld(split_id, high)
@@ -183,7 +239,10 @@ class Board:
         self.where[card] = mid
         return [mid, *self._split_if_long(mid, split_id)]
 
-    def _split_if_long(self, mid: int, split_id: int) -> list[int]:
+    def _split_if_long(self, mid: int, split_id: int, again: bool = True) -> list[int]:
+        """M3.3: a regular run of more than 10 in meld `mid` splits in two, the high half
+        becoming meld `split_id`; a half still longer than 10 (a run of 21 or more) splits
+        again (the low half of it keeps its id, the high half gets an `extra_split_id`)."""
         halves = split_long_run(self.melds[mid])
         if halves is None:
             return []
@@ -191,20 +250,34 @@ class Board:
         self.melds[mid] = low
         self.new_meld(split_id, high)
         self.halves.setdefault(mid, []).append(split_id)
-        return [split_id]
+        out = [split_id]
+        if again:
+            for which, piece in enumerate((mid, split_id)):
+                if len(self.melds[piece]) > MAX_RUN_BEFORE_SPLIT:
+                    extra = extra_split_id(split_id, which)
+                    self.parents[extra] = piece
+                    if split_id in self.creators:
+                        self.creators[extra] = self.creators[split_id]
+                    out += self._split_if_long(piece, extra, again=False)
+        return out
 
-    def apply(self, op: Op) -> list[int]:
-        """Apply one op; returns the meld ids it touched. Used live and by replay."""
+    def apply(self, op: Op, take: bool = True, put: bool = True) -> list[int]:
+        """Apply one op; returns the meld ids it touched. Used live and by replay.
+
+        On a cut board, `take` / `put` False leave out the side of the op that is not on it:
+        taking a moved card from its source, putting it (or a new meld) on its destination."""
         touched: list[int] = []
         if op.kind is OpKind.DIRECT:
-            self.new_meld(op.dst, op.cards)
-            touched.append(op.dst)
-            touched += self._split_if_long(op.dst, op.ids[2])
+            if put:
+                self.new_meld(op.dst, op.cards)
+                touched.append(op.dst)
+                touched += self._split_if_long(op.dst, op.ids[2])
         else:
             card = op.cards[0]
-            if op.kind is OpKind.MOVE:
+            if op.kind is OpKind.MOVE and take:
                 touched += self.remove(card, op.ids[1])
-            touched += self.add(card, op.dst, op.ids[2])
+            if put:
+                touched += self.add(card, op.dst, op.ids[2])
         for c in op.cards:
             self.last_op[c] = op.seq
         self.applied.add(op.seq)

@@ -2,16 +2,24 @@
 
 A meld is an unordered collection of physical cards; its order, when it is a run, is derived.
 Pure functions only.
+
+Runs round the circle (M3.3: "Una scala può crescere oltre le 13 carte, proprio perché l'Asso
+la rende continua"): a run of n > 13 cards goes once round the circle and on, so it holds both
+copies of n - 13 consecutive ranks and one of every other rank (at most 26 cards, both decks'
+whole suit). It never stays on the table as it is: over 10 cards it is split (`split_long_run`).
 """
 
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Collection, Sequence
 
 from .cards import Card
 
 MAX_RUN_BEFORE_SPLIT = 10  # M3.3: a run longer than this is split in two
+FULL_CIRCLE = 13  # ranks on the circle A..K (M3.2)
+MAX_RUN = 2 * FULL_CIRCLE  # both copies of every rank of one suit (M1.1: two decks)
 
 
 class MeldKind(enum.Enum):
@@ -37,13 +45,28 @@ def classify(cards: Collection[Card]) -> MeldKind | None:
         if n <= 4 and len({c.suit for c in cards}) == n:
             return MeldKind.SET
         return None
-    if same_suit and _is_circular_block({c.rank for c in cards}, n):
-        return MeldKind.RUN  # M3.1, M3.2
+    if same_suit and _is_run(cards, n):
+        return MeldKind.RUN  # M3.1, M3.2, M3.3
     return None
 
 
 def is_regular(cards: Collection[Card]) -> bool:
     return classify(cards) is not None
+
+
+def _is_run(cards: Collection[Card], n: int) -> bool:
+    """One suit's cards consecutive around the circle (M3.1-M3.3). Up to 13 cards: distinct
+    ranks in one block. More (the circle once round and on): every rank, and the ranks held
+    twice are one block of n - 13 (Q K A 2 ... K A: the Ace twice)."""
+    if n <= FULL_CIRCLE:
+        return _is_circular_block({c.rank for c in cards}, n)
+    if n > MAX_RUN:
+        return False
+    counts = Counter(c.rank for c in cards)
+    if len(counts) != FULL_CIRCLE:
+        return False
+    twice = {r for r, k in counts.items() if k == 2}
+    return _is_circular_block(twice, n - FULL_CIRCLE)
 
 
 def _is_circular_block(ranks: set[int], n: int) -> bool:
@@ -61,8 +84,13 @@ def run_order(cards: Collection[Card]) -> list[Card]:
     """The cards of a regular run from its low end to its high end.
 
     The low end is the card that follows the gap in the circle (Q K A 2 3 starts at Q). A full
-    circle of 13 starts at the Ace.
+    circle of 13 starts at the Ace. A run of more than 13 starts at the first of the ranks it
+    holds twice, with its lower copy, and ends with their other copies (4 5 ... K A 2 3 4 5
+    for fourteen and fifteen cards); all 26 start at the Ace.
     """
+    n = len(cards)
+    if n > FULL_CIRCLE:
+        return _long_run_order(cards, n)
     by_rank = {c.rank: c for c in cards}
     start = 1 if len(by_rank) == 13 else next(r for r in by_rank if (r - 2) % 13 + 1 not in by_rank)
     out: list[Card] = []
@@ -75,6 +103,23 @@ def run_order(cards: Collection[Card]) -> list[Card]:
     return out
 
 
+def _long_run_order(cards: Collection[Card], n: int) -> list[Card]:
+    """`run_order` of a regular run of 14..26 cards (see there)."""
+    by_rank: dict[int, list[Card]] = {}
+    for c in sorted(cards, key=lambda c: c.copy):
+        by_rank.setdefault(c.rank, []).append(c)
+    twice = {r for r, cs in by_rank.items() if len(cs) == 2}
+    start = 1 if n == MAX_RUN else next(r for r in twice if (r - 2) % 13 + 1 not in twice)
+    taken = dict.fromkeys(by_rank, 0)
+    out: list[Card] = []
+    r = start
+    for _ in range(n):
+        out.append(by_rank[r][taken[r]])
+        taken[r] += 1
+        r = (r % 13) + 1
+    return out
+
+
 def display_order(cards: Collection[Card]) -> list[Card]:
     """A stable order for showing a meld, regular or not.
 
@@ -82,6 +127,8 @@ def display_order(cards: Collection[Card]) -> list[Card]:
     the widest gap, so Q K A 2 starts at Q and 4 5 6 8 stays in that order. Anything else: by
     rank, then suit, then copy.
     """
+    if len(cards) > FULL_CIRCLE and classify(cards) is MeldKind.RUN:
+        return run_order(cards)  # round the circle: only as dealt in an explicit position
     by_rank = sorted(cards, key=lambda c: (c.rank, c.suit, c.copy))
     ranks = [c.rank for c in by_rank]
     if len(ranks) < 2 or len({c.suit for c in by_rank}) != 1 or len(set(ranks)) != len(ranks):
@@ -95,8 +142,9 @@ def split_long_run(cards: Sequence[Card]) -> tuple[list[Card], list[Card]] | Non
     """M3.3: a regular run of more than 10 cards splits into two runs as equal as possible.
 
     Decision (docs/rules-decisions.md): the lower half (from the run's low end) gets
-    ``n // 2`` cards and the upper half the rest, so 11 cards split 5 + 6. Returns None when
-    no split is due.
+    ``n // 2`` cards and the upper half the rest, so 11 cards split 5 + 6 and a run round the
+    circle of 14 splits 7 + 7 (each half has each rank once). Returns None when no split is
+    due. A half still longer than 10 (a run of 21 or more cards) is split again by the board.
     """
     if len(cards) <= MAX_RUN_BEFORE_SPLIT or classify(cards) is not MeldKind.RUN:
         return None

@@ -1,0 +1,558 @@
+"""Which trial work of others counts for a judged meld (M5.4.3-M5.4.4): the least that makes it
+regular, found exactly, with the structure of runs and sets cutting every way that cannot work.
+
+The question. A meld the calata touched is irregular without the other players' work on trial
+(their calata still open). Which of that work counts for the player? The least that makes the
+meld regular, "as if the other trial cards were not there" (M5.4.3): the smallest set of those
+ops such that the meld, replayed with them and without the others (and without whatever stood
+on the others), is regular; among sets of one size, the one whose work came first (decision in
+docs/rules-decisions.md: where two trial cards could serve, two copies or either end of a run,
+the one put on the table first counts). None: no set makes it regular, the work is irregular.
+
+How. The lineage of the meld (the meld and the pieces split off it: the only melds the replay
+needs, board.py "Cut boards") is replayed once, op by op, along every way of keeping or leaving
+out each trial op at once: a branch per choice, and branches that reach the same table merge,
+keeping the cheapest (`_key`). The structure of runs and sets ends every branch that can no
+longer be regular (`viable`): a piece holding a card of the player's meld that no later op will
+move is regular at the end only if the cards that stay in it can still make a run or a set with
+the cards that may yet arrive. So a stray trial card (a J♠ on 4-5-6♣) that is kept ends its
+branch where it lands; a trial 7♣ that fills the gap before the player's 8♣ is the only way on;
+of two copies that could fill a gap, the branches are the same table but for one copy, and the
+first to arrive wins the merge. When nothing on the lineage can ever split, strays are left out
+before the replay starts (`Search._hopeless`). What is left at the end is judged exactly as the
+judgement does (`judge.py`), so the answer is the one a search of every subset would give
+(tests/rules/oracle.py), without searching them. Small answers are looked for first (branches
+with at most 2 trial ops), then, for the melds still without one, with no limit. Nothing is
+capped: the work is linear in the ops on the lineage times the branches alive, and branches
+alive are tables the cards can still make regular.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .board import Board, Op, OpKind
+from .cards import Card
+from .melds import FULL_CIRCLE, MAX_RUN_BEFORE_SPLIT
+
+Work = frozenset[int]  # seqs of trial ops
+
+
+def order_key(work: Collection[int]) -> tuple[int, tuple[int, ...]]:
+    """Smallest first; among equal sizes, the work that came first (the earliest op in which
+    two sets differ belongs to the one that goes first): the order of a search over subsets."""
+    return len(work), tuple(sorted(work))
+
+
+# --------------------------------------------------------------------------- structure
+def viable(stay: Collection[Card], able: Collection[Card]) -> bool:
+    """Can a regular meld (M3) hold every card of `stay`, with cards of `able` only (`stay`
+    among them)? A run: one suit, a stretch of the circle every rank of which `able` has
+    (twice over the ranks that `stay` holds twice: a run round the circle, M3.3); a set: one
+    rank, distinct suits, three or four of them among `able`."""
+    have = [0] * 52
+    for c in able:
+        have[_face(c)] += 1
+    return viable_faces(sorted(_face(c) for c in stay), have)
+
+
+def _face(c: Card) -> int:
+    return (c.rank - 1) * 4 + c.suit
+
+
+def viable_faces(stay: Sequence[int], have: Sequence[int]) -> bool:
+    """`viable` on faces (rank-1)*4 + suit: `stay` (with repeats), `have` counts per face."""
+    if not stay:
+        return True
+    rank, suit = divmod(stay[0], 4)
+    same_rank = all(f // 4 == rank for f in stay)
+    if same_rank and len(set(stay)) == len(stay) and sum(
+            1 for t in range(4) if have[rank * 4 + t]) >= 3:
+        return True  # M3.4
+    if any(f % 4 != suit for f in stay):
+        return False
+    count = [0] * (FULL_CIRCLE + 1)
+    for r in range(FULL_CIRCLE):
+        count[r + 1] = have[r * 4 + suit]
+    need = [0] * (FULL_CIRCLE + 1)
+    for f in stay:
+        need[f // 4 + 1] += 1
+    twice = [r for r in range(1, FULL_CIRCLE + 1) if need[r] == 2]
+    if not twice:
+        return _in_one_stretch([r for r in range(1, FULL_CIRCLE + 1) if need[r]],
+                               [x >= 1 for x in count], 3)
+    # round the circle: every rank, and the ranks held twice inside one stretch held twice
+    if any(count[r] == 0 for r in range(1, FULL_CIRCLE + 1)):
+        return False
+    return _in_one_stretch(twice, [x >= 2 for x in count], 1)
+
+
+def _in_one_stretch(ranks: Sequence[int], present: Sequence[bool], least: int) -> bool:
+    """Do `ranks` lie in one stretch of the circle of ranks that are all `present`, of at least
+    `least` ranks?"""
+    if all(present[1:]):
+        return least <= FULL_CIRCLE
+    # the stretch around ranks[0]: walk down and up while present
+    start = ranks[0]
+    lo = start
+    while present[(lo - 2) % FULL_CIRCLE + 1] and (lo - 2) % FULL_CIRCLE + 1 != start:
+        lo = (lo - 2) % FULL_CIRCLE + 1
+    length = 0
+    inside: set[int] = set()
+    r = lo
+    while present[r] and length < FULL_CIRCLE:
+        inside.add(r)
+        length += 1
+        r = r % FULL_CIRCLE + 1
+    return length >= least and all(x in inside for x in ranks)
+
+
+def _long_run_possible(cards: Iterable[Card]) -> bool:
+    """Could these cards make a run of more than 10 (the only run that splits as it grows)?"""
+    ranks: dict[int, set[int]] = {}
+    for c in cards:
+        ranks.setdefault(c.suit, set()).add(c.rank)
+    return any(len(rs) > MAX_RUN_BEFORE_SPLIT for rs in ranks.values())
+
+
+def _code(cards: Iterable[Card]) -> int:
+    """A multiset of faces as one int: 4 bits per face (`_face`), a count in each."""
+    code = 0
+    for c in cards:
+        code += 1 << (((c.rank - 1) * 4 + c.suit) << 2)
+    return code
+
+
+def _bring(code: int, cards: Iterable[Card]) -> int:
+    """`code` with `cards` added, each face counted up to 2 only (`viable_faces` asks for one
+    or two), so that a card brought back many times never overflows into the next face."""
+    for c in cards:
+        shift = ((c.rank - 1) * 4 + c.suit) << 2
+        if (code >> shift) & 15 < 2:
+            code += 1 << shift
+    return code
+
+
+def _counts(code: int) -> list[int]:
+    return [(code >> (f << 2)) & 15 for f in range(52)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _viable_coded(stay: int, here: int, brought: int) -> bool:
+    """`viable_faces` for the faces that stay, those of the meld, those that may arrive (each
+    a `_code`): a pure function, remembered across searches."""
+    have = [a + b for a, b in zip(_counts(here), _counts(brought), strict=True)]
+    faces = [f for f, n in enumerate(_counts(stay)) for _ in range(n)]
+    return viable_faces(faces, have)
+
+
+# --------------------------------------------------------------------------- the search
+@dataclass(frozen=True)
+class Step:
+    """One op that changes the lineage, with the sides of it that are on the lineage."""
+
+    op: Op
+    take: bool  # its card leaves a meld of the lineage
+    put: bool  # its card (or its new meld) arrives on the lineage
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One meld of the lineage to judge: its id, its cards on the table with the op that last
+    moved each (their pieces are judged where those ops put them), and the judgement of a
+    replayed lineage (the board, the ids the own ops touched there -> regular?)."""
+
+    id: int
+    cards: Mapping[Card, int | None]
+    judge: Callable[[Board, frozenset[int]], bool]
+
+
+@dataclass
+class _Branch:
+    board: Board  # shared with other branches until an op changes it (then copied)
+    kept: Work  # trial ops kept so far (with what they stand on)
+    decided: dict[int, bool]  # trial op -> kept, for the ops that later steps still ask about
+    own_ids: frozenset[int]  # melds of the lineage the own ops touched so far
+    alive: int  # the judged melds (bits) this branch may still make regular
+    out: frozenset[int] | None = None  # the trial ops left out among `decided` (`_later`)
+
+
+class Search:
+    """The least trial work that makes each of some melds of one lineage regular (see the
+    module doc); one replay serves them all (their own pieces are judged for every one).
+
+    `free`: the trial ops that may be left out; `stands_on[seq]`: the ops of `free` that op
+    `seq` stands on, itself included (card and meld dependencies, transitively), for every
+    op of `steps` and of `free`; `own`: the judged calata's ops."""
+
+    def __init__(self, steps: Sequence[Step], start: Board, free: Collection[int],
+                 stands_on: Mapping[int, Work], own: Collection[int],
+                 melds: Sequence[Judged]) -> None:
+        self.steps = steps
+        self.start = start
+        self.free = free
+        self.stands_on = stands_on
+        self.own = own
+        self.melds = melds
+        self.all = (1 << len(melds)) - 1
+        # card index -> (bit of a judged meld, the op that last moved the card on the table)
+        self.judged_by: dict[int, list[tuple[int, int | None]]] = {}
+        for bit, m in enumerate(melds):
+            for c, last in m.cards.items():
+                self.judged_by.setdefault(c.index, []).append((1 << bit, last))
+        self.meld_bits: dict[int, int] = {}
+        for bit, m in enumerate(melds):
+            self.meld_bits[m.id] = self.meld_bits.get(m.id, 0) | 1 << bit
+        n = len(steps)
+        # after step i-1 (before step i): the trial ops steps i.. ask about, the cards (by
+        # index) they move and bring, the ids whose resolution they (and the judgement at
+        # the end) use
+        self.asks: list[frozenset[int]] = [frozenset()] * (n + 1)
+        self.moved: list[frozenset[int]] = [frozenset()] * (n + 1)
+        self.brought: list[int] = [0] * (n + 1)  # a `_code`, counts clamped at 2
+        self.ids: list[frozenset[int]] = [frozenset()] * (n + 1)
+        self.on_free: dict[int, list[int]] = {}  # trial op -> the steps standing on it
+        self.step_cards = [tuple(c.index for c in st.op.cards) for st in steps]
+        asks: set[int] = set()
+        moved: set[int] = set()
+        brought = 0
+        ids: set[int] = {x for m in melds for x in start.lineage(m.id)}
+        for i in range(n, -1, -1):
+            self.asks[i] = frozenset(asks)
+            self.moved[i] = frozenset(moved)
+            self.brought[i] = brought
+            self.ids[i] = frozenset(ids)
+            if i == 0:
+                break
+            st = steps[i - 1]
+            under = stands_on[st.op.seq]
+            asks |= under
+            for u in under:
+                self.on_free.setdefault(u, []).append(i - 1)
+            moved.update(self.step_cards[i - 1])
+            if st.put:
+                brought = _bring(brought, st.op.cards)
+                ids.update(start.lineage(st.op.dst))
+        self.later_cache: dict[tuple[int, frozenset[int]], tuple[frozenset[int], int]] = {}
+        self.free_cache: dict[tuple[int, tuple[tuple[int, bool], ...]],
+                              tuple[frozenset[int], int]] = {}
+        self.limit = len(free)
+        self.cut = False
+        self.prefix: tuple[_Branch | None, int] | None = None
+        self.hopeless = self._hopeless()
+
+    def _hopeless(self) -> dict[int, bool]:
+        """Trial ops that no way can keep, left out from the start (M5.4.3: a stray): the op
+        puts a card on the lineage that no later op moves, the card of every judged meld as
+        on the table (so where it lands is judged), and no regular meld can hold that card
+        with the cards certainly beside it there and any others the lineage could ever hold.
+        Kept, such an op ends every branch. Beside it for certain: nothing in general (a
+        split may part any two cards), but when no op takes a card off the lineage and its
+        cards can make no run over 10, nothing on it ever splits: a card put into a meld of the
+        consolidated board lands there, and that meld's cards never leave it."""
+        pool = [c for cs in self.start.melds.values() for c in cs]
+        pool += [c for st in self.steps for c in st.op.cards]
+        everything = _bring(0, pool)
+        still = not any(st.take for st in self.steps) and not _long_run_possible(pool)
+        out: dict[int, bool] = {}
+        for i, st in enumerate(self.steps):
+            seq = st.op.seq
+            if not st.put or seq not in self.free or seq in out:
+                continue
+            beside: list[Card] = []
+            if still:  # a meld of the consolidated board that never loses a card
+                beside = list(self.start.melds.get(st.op.dst, ()))
+            for c in st.op.cards:
+                marks = self.judged_by.get(c.index, [])
+                if (c.index not in self.moved[i + 1] and len(marks) == len(self.melds)
+                        and all(last == seq for _, last in marks)
+                        and not _viable_coded(_code((*beside, c)), 0, everything)):
+                    out[seq] = False
+                    break
+        return out
+
+    def run(self) -> list[Work | None]:
+        """Per judged meld, the least work, or None. Small answers are looked for first: a
+        replay that keeps only branches with at most `limit` trial ops answers exactly every
+        meld it finds an answer for, and also those it finds none for if no branch had to be
+        dropped for the limit; the others are looked for again with no limit."""
+        best: list[Work | None] = [None] * len(self.melds)
+        wanted = self.all
+        limit = 2
+        while wanted:
+            found, cut = self._run(limit, wanted)
+            for bit, work in enumerate(found):
+                if work is not None:
+                    best[bit] = work
+                    wanted &= ~(1 << bit)
+            if not cut:
+                break
+            limit = len(self.free)
+        return best
+
+    def _run(self, limit: int, wanted: int) -> tuple[list[Work | None], bool]:
+        """One replay along every branch with at most `limit` trial ops kept, for the judged
+        melds `wanted` (bits): the least work found for each, and whether a branch was
+        dropped for the limit."""
+        self.limit = limit
+        self.cut = False
+        start, at = self._prefix()
+        branches: list[_Branch] = []
+        if start is not None:
+            first = _Branch(start.board, frozenset(), dict(self.hopeless), start.own_ids,
+                            wanted)
+            first.alive = self._alive(first, at)
+            if first.alive:
+                branches.append(first)
+        for i in range(at, len(self.steps)):
+            if not branches:
+                break
+            st = self.steps[i]
+            asks = bool(self.stands_on[st.op.seq] - self.hopeless.keys())
+            grown: dict[object, _Branch] = {}
+            plain: list[_Branch] = []
+            for br in branches:
+                for decided, kept in self._choices(br, st.op.seq):
+                    if len(kept) > limit:
+                        self.cut = True
+                        continue
+                    nb = self._step(br, st, decided, kept, i + 1, asks)
+                    if nb is None:
+                        continue
+                    if not asks:  # nothing decided here: branches stay as distinct as they were
+                        plain.append(nb)
+                        continue
+                    key = self._key(nb, i + 1)
+                    old = grown.get(key)
+                    if old is None or order_key(nb.kept) < order_key(old.kept):
+                        grown[key] = nb
+            branches = plain if not asks else list(grown.values())
+        best: list[Work | None] = [None] * len(self.melds)
+        for br in branches:
+            for bit, m in enumerate(self.melds):
+                if not br.alive >> bit & 1:
+                    continue
+                now = best[bit]
+                if (now is None or order_key(br.kept) < order_key(now)) and m.judge(
+                        br.board, br.own_ids):
+                    best[bit] = br.kept
+        return best, self.cut
+
+    def _prefix(self) -> tuple[_Branch | None, int]:
+        """The steps before the first that stands on a trial op of `free` are the same in
+        every branch: replayed once (None: an own op cannot stand there), with the index of
+        the first step left."""
+        if self.prefix is None:
+            board = self.start.copy()
+            own_ids: frozenset[int] = frozenset()
+            at = 0
+            made: _Branch | None = None
+            while at < len(self.steps) and not self.stands_on[self.steps[at].op.seq]:
+                st = self.steps[at]
+                op = st.op
+                if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
+                    if op.seq in self.own:
+                        break
+                else:
+                    ids = board.apply(op, st.take, st.put)
+                    if op.seq in self.own:
+                        own_ids = own_ids | frozenset(ids)
+                at += 1
+            else:
+                made = _Branch(board, frozenset(), {}, own_ids, self.all)
+            self.prefix = (made, at)
+        return self.prefix
+
+    def _choices(self, br: _Branch, seq: int) -> list[tuple[dict[int, bool], Work]]:
+        """Every way of deciding the trial ops op `seq` stands on that are not decided yet;
+        an op is kept only with all it stands on (the others would leave it out anyway)."""
+        out: list[tuple[dict[int, bool], Work]] = [(br.decided, br.kept)]
+        ask = self.stands_on[seq]
+        if not ask:
+            return out
+        for v in sorted(ask - br.decided.keys()):
+            grown: list[tuple[dict[int, bool], Work]] = []
+            for decided, kept in out:
+                if v in decided:
+                    grown.append((decided, kept))
+                    continue
+                under = self.stands_on[v]
+                if all(decided.get(u, True) for u in under):
+                    keep = dict(decided)
+                    for u in under:
+                        keep[u] = True
+                    grown.append((keep, kept | under))
+                drop = dict(decided)
+                drop[v] = False
+                grown.append((drop, kept))
+            out = grown
+        return out
+
+    def _step(self, br: _Branch, st: Step, decided: dict[int, bool], kept: Work,
+              after: int, check: bool = True) -> _Branch | None:
+        """The branch after step `st` with these decisions (None: it is over)."""
+        op = st.op
+        board = br.board
+        own_ids = br.own_ids
+        if all(decided[u] for u in self.stands_on[op.seq]):
+            if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
+                if op.seq in self.own:
+                    return None  # an own op that cannot stand: not a way
+            else:
+                board = board.copy()
+                ids = board.apply(op, st.take, st.put)
+                if op.seq in self.own:
+                    own_ids = own_ids | frozenset(ids)
+        if not check and after < len(self.steps):
+            # nothing decided here: decisions, merging and pruning wait for the next step
+            # that asks (they are the same tables either way, only dropped later)
+            return _Branch(board, kept, decided, own_ids, br.alive)
+        asks = self.asks[after]
+        nb = _Branch(board, kept, {k: v for k, v in decided.items() if k in asks}, own_ids,
+                     br.alive)
+        nb.alive = self._alive(nb, after)
+        return nb if nb.alive else None
+
+    def _later(self, br: _Branch, i: int) -> tuple[frozenset[int], int]:
+        """The cards (indices) that steps i.. of this branch can still move, and (interned)
+        the faces of those they can bring: a step cannot apply if a trial op it stands on
+        has been left out."""
+        out = br.out
+        if out is None:
+            out = br.out = frozenset(k for k, v in br.decided.items() if not v)
+        if not out:
+            return self.moved[i], self.brought[i]
+        got = self.later_cache.get((i, out))
+        if got is None:
+            blocked = {j for u in out for j in self.on_free.get(u, ()) if j >= i}
+            got = self.later_cache[(i, out)] = self._gather(i, lambda j: j not in blocked)
+        return got
+
+    def _later_free(self, br: _Branch, i: int) -> tuple[frozenset[int], int]:
+        """As `_later`, for the steps that apply if no other trial op is kept (those standing
+        only on trial ops kept already)."""
+        key = (i, tuple(sorted(br.decided.items())))
+        got = self.free_cache.get(key)
+        if got is None:
+            decided = br.decided
+            got = self.free_cache[key] = self._gather(i, lambda j: all(
+                decided.get(u) is True for u in self.stands_on[self.steps[j].op.seq]))
+        return got
+
+    def _gather(self, i: int, applies: Callable[[int], bool]) -> tuple[frozenset[int], int]:
+        moving: set[int] = set()
+        brought = 0
+        for j in range(i, len(self.steps)):
+            if applies(j):
+                moving.update(self.step_cards[j])
+                st = self.steps[j]
+                if st.put:
+                    brought = _bring(brought, st.op.cards)
+        return frozenset(moving), brought
+
+    def _viable(self, stay: Sequence[Card], cards: Sequence[Card], brought: int) -> bool:
+        """`viable(stay, cards + the cards brought)` (faces are all it uses)."""
+        return _viable_coded(_code(stay), _code(cards), brought)
+
+    def _judged(self, board: Board, c: Card) -> int:
+        """The judged melds (bits) for which card `c` stands here as on the table."""
+        marks = self.judged_by.get(c.index)
+        if marks is None:
+            return 0
+        bits = 0
+        now = board.last_op.get(c)
+        for bit, last in marks:
+            if now == last:
+                bits |= bit
+        return bits
+
+    def _alive(self, br: _Branch, i: int) -> int:
+        """The judged melds this branch can still make regular. Cards that no later step of
+        the branch can move stay where they are, and only cards later steps can bring may
+        join them. A piece holding such cards is judged at the end, for every judged meld if
+        the own ops touched it (their pieces are judged with every meld of the lineage), for
+        a judged meld if one of them is its card (there as on the table) or if the piece is
+        that meld under its own id. A piece that cannot become regular never splits (only a
+        regular run does), so it is judged as it stands: those melds cannot be regular.
+
+        With as many trial ops kept as the limit allows, only the steps that need no other
+        may still apply: a piece that could become regular only with another is over too
+        (for this limit)."""
+        alive = br.alive
+        board = br.board
+        moving, brought = self._later(br, i)
+        full = len(br.kept) >= self.limit
+        for mid, cards in board.melds.items():
+            stay = tuple(c for c in cards if c.index not in moving)
+            if stay and not self._viable(stay, cards, brought):
+                hit = self._hit(br, mid, stay) & alive
+                if hit:
+                    alive &= ~hit
+                    if not alive:
+                        return 0
+                    continue
+            if full:
+                moving0, brought0 = self._later_free(br, i)
+                stay0 = tuple(c for c in cards if c.index not in moving0)
+                if not stay0 or self._viable(stay0, cards, brought0):
+                    continue
+                hit = self._hit(br, mid, stay0) & alive
+                if hit:
+                    alive &= ~hit
+                    self.cut = True
+                    if not alive:
+                        return 0
+        return alive
+
+    def _hit(self, br: _Branch, mid: int, stay: Sequence[Card]) -> int:
+        """The judged melds for which meld `mid` is judged at the end, holding the cards
+        `stay`: all if the own ops touched it, else those it is (by id) and those whose
+        cards stand in it as on the table."""
+        if mid in br.own_ids:
+            return self.all
+        hit = self.meld_bits.get(mid, 0)
+        for c in stay:
+            hit |= self._judged(br.board, c)
+        return hit
+
+    def _key(self, br: _Branch, i: int) -> object:
+        """What the rest of the replay and the judgement at its end see of a branch: the
+        melds (cards later steps may move by identity, the others by face and by the judged
+        melds they count for), leaving out melds nothing can reach any more that are judged
+        for none; the ids born and the ops applied that later ids resolve through; where the
+        cards later steps may move stand; the own ids still there or reachable; the decisions
+        still asked; the judged melds still possible."""
+        board = br.board
+        moving, _ = self._later(br, i)
+        ids = self.ids[i]
+        own_ids = br.own_ids
+        melds = []
+        last = []
+        for mid, cards in board.melds.items():
+            sig = []
+            reach = mid in ids or mid in own_ids
+            for c in cards:
+                x = c.index
+                if x in moving:
+                    sig.append(x)
+                    last.append((x, board.last_op.get(c) or 0))
+                    reach = True
+                else:
+                    judged = self._judged(board, c)
+                    if judged:
+                        reach = True
+                    sig.append(1000 + ((c.rank * 4 + c.suit) << 8) + judged)
+            if reach:
+                sig.sort()
+                melds.append((mid, tuple(sig)))
+        melds.sort()
+        last.sort()
+        applied = board.applied
+        born = board.born
+        creators = board.creators
+        resolving = tuple(sorted(x for x in ids if x in born or creators.get(x, -1) in applied))
+        own = tuple(sorted(x for x in own_ids if x in board.melds or x in ids))
+        return (tuple(melds), resolving, tuple(last), own, tuple(sorted(br.decided.items())),
+                br.alive)
