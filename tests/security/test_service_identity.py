@@ -113,6 +113,7 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
             kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
         "GetLoad": table_pb2.GetLoadRequest(),
         "CheckTables": table_pb2.CheckTablesRequest(table_ids=[LIVE]),
+        "CancelTable": table_pb2.CancelTableRequest(table_id=LIVE),
         "SetDraining": table_pb2.SetDrainingRequest(draining=player == VICTIM),
         "Enqueue": matchmaking_pb2.EnqueueRequest(),
         "CancelTicket": matchmaking_pb2.CancelTicketRequest(ticket_id=f"t{n}"),

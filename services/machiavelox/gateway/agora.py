@@ -7,11 +7,20 @@ first (a bad one never leaves it) and passes the call's `authorization` on, with
 context of its own server span (an app's `traceparent` only when the gateway trusts it);
 matchmaking checks the token again (it trusts no caller). A refusal comes back as it was: the
 same status code, message and machine-readable reason.
+
+A stream whose matchmaking replica goes away under it (UNAVAILABLE with no reason, or
+`matchmaking/stopping`: it died, or stops) is followed again by the gateway itself, on
+whichever replica its channel reaches now, a few times over about 8 s (`REATTACH_WAITS_S`):
+an Enqueue re-attaches to its ticket (EnqueueRequest.ticket_id, from the updates relayed so
+far), a JoinFriendlyTable joins its code again (a member keeps the seat). The app sees one
+stream; only if that fails does it get the refusal (and re-attaches itself, by ticket id).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -23,14 +32,40 @@ from machiavelox.platform.tls import Connect
 
 from .auth import TokenVerifier, authenticate
 
+log = logging.getLogger(__name__)
+
 _FORWARDED = ("authorization",)  # and the gateway's own trace context (inject_metadata)
+REATTACH_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0)  # before each re-attach of one broken stream
+
+Again = Callable[[Any, Any], Any]
+"""The request that follows a stream again (given its first request and last reply), or
+None."""
+
+
+def _reason(err: grpc.aio.AioRpcError) -> str:
+    for key, value in err.trailing_metadata() or ():
+        if key == REASON_KEY:
+            return value.decode() if isinstance(value, bytes) else str(value)
+    return ""
+
+
+def _broken(err: grpc.aio.AioRpcError) -> bool:
+    """The replica under the stream went away (died, or stops): not a refusal."""
+    return err.code() == grpc.StatusCode.UNAVAILABLE and _reason(err) in (
+        "", "matchmaking/stopping")
+
+
+def _ticket_again(request: matchmaking_pb2.EnqueueRequest,
+                  last: matchmaking_pb2.EnqueueResponse) -> matchmaking_pb2.EnqueueRequest:
+    return matchmaking_pb2.EnqueueRequest(ticket_id=last.update.ticket_id)
+
+
+def _join_again(request: Any, last: Any) -> Any:
+    return request  # (joining again keeps a member's seat)
 
 
 def _relayed(err: grpc.aio.AioRpcError) -> ServiceError:
-    reason = ""
-    for key, value in err.trailing_metadata() or ():
-        if key == REASON_KEY:
-            reason = value.decode() if isinstance(value, bytes) else str(value)
+    reason = _reason(err)
     if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) \
             and not reason:
         return unavailable("agora/unavailable", "matchmaking is unreachable; try again")
@@ -57,25 +92,39 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         except grpc.aio.AioRpcError as err:
             raise _relayed(err) from None
 
-    async def _stream(self, method: Any, request: Any, context: Any) -> AsyncIterator[Any]:
-        call = method(request, metadata=self._metadata(context))
-        try:
-            async for reply in call:
-                yield reply
-        except grpc.aio.AioRpcError as err:
-            raise _relayed(err) from None
-        finally:
-            call.cancel()  # the app went away: so does its ticket's stream
+    async def _stream(self, method: Any, request: Any, context: Any,
+                      again: Again) -> AsyncIterator[Any]:
+        metadata = self._metadata(context)
+        last = None  # the last reply relayed
+        tries = 0  # re-attaches since the last reply
+        while True:
+            call = method(request, metadata=metadata)
+            try:
+                async for reply in call:
+                    last, tries = reply, 0
+                    yield reply
+                return
+            except grpc.aio.AioRpcError as err:
+                if last is None or not _broken(err) or tries == len(REATTACH_WAITS_S):
+                    raise _relayed(err) from None
+                log.info("matchmaking went away under a stream (%s): following it again",
+                         _reason(err) or err.code().name)
+                await asyncio.sleep(REATTACH_WAITS_S[tries])
+                tries += 1
+                request = again(request, last)
+            finally:
+                call.cancel()  # the app went away: so does its ticket's stream
 
     async def Enqueue(self, request: matchmaking_pb2.EnqueueRequest,
                       context: Any) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
-        async for reply in self._stream(self.stub.Enqueue, request, context):
+        async for reply in self._stream(self.stub.Enqueue, request, context, _ticket_again):
             yield reply
 
     async def JoinFriendlyTable(
             self, request: matchmaking_pb2.JoinFriendlyTableRequest,
             context: Any) -> AsyncIterator[matchmaking_pb2.JoinFriendlyTableResponse]:
-        async for reply in self._stream(self.stub.JoinFriendlyTable, request, context):
+        async for reply in self._stream(self.stub.JoinFriendlyTable, request, context,
+                                        _join_again):
             yield reply
 
     async def CancelTicket(self, request: matchmaking_pb2.CancelTicketRequest,

@@ -1,14 +1,15 @@
-"""`machiavelox matchmaking`: run the agorà (one replica: its queue is in memory) until
-SIGTERM: the queue, friendly lobbies, who is seated where (seats of lost tables freed by the
-seat check), ratings rebuilt from scoring's log.
+"""`machiavelox matchmaking`: run the agorà until SIGTERM: the queue, friendly lobbies,
+placements, who is seated where (seats of lost tables freed by the seat check), ratings
+rebuilt from scoring's log. Its state is in this process's memory (one replica), or in Redis
+(MACHIAVELOX_MATCHMAKING_REDIS_URL) shared by every replica.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 import grpc
 
@@ -19,12 +20,17 @@ from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.tls import InternalTls
 
+from .agora import Agora
+from .memory_store import MemoryStore
 from .metrics import MatchmakingMetrics
-from .placement import Placement
+from .placement import ShardClient
 from .ratings import Ratings
+from .redis_store import RedisStore, stop_task
+from .results import ResultsFollower
 from .seatcheck import SeatCheck
-from .service import SERVICE_NAME, Agora, MatchmakingService, ResultsFollower
+from .service import SERVICE_NAME, MatchmakingService
 from .settings import MatchmakingSettings
+from .store import AgoraStore, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +39,32 @@ def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+async def build_store(settings: MatchmakingSettings
+                      ) -> tuple[AgoraStore, Callable[[], int]]:
+    """The store its settings name, started, and the clock that goes with it."""
+    ttl_ms = round(settings.lobby_ttl_s * 1000)
+    attach_ms, lease_ms = round(settings.detached_s * 1000), round(settings.lease_s * 1000)
+    if not settings.redis_url:
+        return MemoryStore(ttl_ms, attach_ms=attach_ms, lease_ms=lease_ms), monotonic_ms
+    store = RedisStore(settings.redis_url, settings.key_prefix, ttl_ms, attach_ms=attach_ms,
+                       lease_ms=lease_ms)
+    await store.start()
+    log.info("the agorà's state is in Redis (prefix %s)", settings.key_prefix)
+    return store, store.clock
+
+
 async def serve(settings: MatchmakingSettings) -> None:
     obs = Observability("matchmaking", settings.observability)
     metrics = MatchmakingMetrics(obs.registry)
     tls = InternalTls.from_env("matchmaking")  # served to gateways; calls out as matchmaking
-    placement = Placement(settings.shards,
-                          tls.connector("table", interceptors=obs.client_interceptors()))
-    agora = Agora(Ratings(), placement, monotonic_ms, settings.window, settings.widen_per_s,
+    placement = ShardClient(settings.shards,
+                            tls.connector("table", interceptors=obs.client_interceptors()))
+    store, clock = await build_store(settings)
+    agora = Agora(Ratings(), placement, clock, settings.window, settings.widen_per_s,
                   metrics=metrics, telemetry=obs.telemetry, rates=settings.rates,
-                  lobby_ttl_s=settings.lobby_ttl_s)
-    metrics.track_waiting(lambda: len(agora.queue), agora.lobbies.waiting_seats)
+                  store=store)
+    metrics.track_waiting(agora.queued, agora.seats_waiting)
+    metrics.track_unresolved(agora.unresolved)
     verifier = build_verifier(settings.identity)
     servicer = MatchmakingService(agora, verifier)
 
@@ -52,7 +74,7 @@ async def serve(settings: MatchmakingSettings) -> None:
     service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [SERVICE_NAME],
                       register, interceptors=verifier.interceptors(), name="matchmaking",
                       observability=obs, tls=tls)
-    seats = SeatCheck(agora.roster, placement, agora.end_table, metrics)
+    seats = SeatCheck(agora.store.seated_tables, placement, agora.end_table, metrics)
     tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching"),
              asyncio.create_task(seats.run(settings.seat_check_s), name="seat-check")]
     if settings.scoring:
@@ -69,11 +91,9 @@ async def serve(settings: MatchmakingSettings) -> None:
 
     async def after_stop() -> None:
         for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_task(task)
         await placement.close()
+        await store.close()
 
     try:
         await run_until_signalled(service, "matchmaking", before_stop=end_streams,
@@ -84,4 +104,5 @@ async def serve(settings: MatchmakingSettings) -> None:
 
 
 def main(argv: list[str]) -> int:
-    return run_service("matchmaking", __doc__, MatchmakingSettings.from_env, serve, argv)
+    return run_service("matchmaking", __doc__, MatchmakingSettings.from_env, serve, argv,
+                       cannot_start=(StoreUnavailableError,))

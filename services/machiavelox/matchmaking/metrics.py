@@ -16,6 +16,13 @@
 - machiavelox_matchmaking_lobbies_expired_total: counter, friendly lobbies gone at their TTL.
 - machiavelox_matchmaking_lost_tables_total: counter, seated tables their shard did not have
   (`seatcheck.py`): ended without points, their players freed, nobody rated.
+- machiavelox_matchmaking_placement_cancels_total{outcome}: counter, CancelTable calls for
+  placements given up on a shard (`placing.py`): gone (no table of it there any more), kept
+  (the table exists and is in use: placed there), unsure (asked again later).
+- machiavelox_matchmaking_placements_resumed_total: counter, placements taken over from a
+  placer that died (its lease ran out), each undone.
+- machiavelox_matchmaking_placements_unresolved: gauge, this replica's placements waiting
+  for a shard to say for sure that it has no table of them (their players keep waiting).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ COMPETITIVE = "competitive"
 FRIENDLY = "friendly"
 QUEUES = (COMPETITIVE, FRIENDLY)
 OUTCOMES = ("assigned", "cancelled", "left", "stopped", "expired", "replaced")
+CANCELS = ("gone", "kept", "unsure")
 
 
 class MatchmakingMetrics:
@@ -69,6 +77,19 @@ class MatchmakingMetrics:
             "Seated tables their shard did not have: their players freed, nobody rated.",
             registry=registry)
 
+        self.cancels = Counter(
+            "machiavelox_matchmaking_placement_cancels_total",
+            "CancelTable calls for placements given up on a shard, by answer.", ("outcome",),
+            registry=registry)
+        self._cancels = {o: self.cancels.labels(o) for o in CANCELS}
+        self.resumed = Counter(
+            "machiavelox_matchmaking_placements_resumed_total",
+            "Placements taken over from a placer that died, and undone.", registry=registry)
+        self.unresolved = Gauge(
+            "machiavelox_matchmaking_placements_unresolved",
+            "Placements waiting for their shard to say it has no table of them.",
+            registry=registry)
+
     def track_waiting(self, competitive: Callable[[], float],
                       friendly: Callable[[], float]) -> None:
         """Read the waiting tickets at each scrape (the callables must only read)."""
@@ -94,3 +115,14 @@ class MatchmakingMetrics:
 
     def table_lost(self) -> None:
         self.lost_tables.inc()
+
+    def track_unresolved(self, unresolved: Callable[[], float]) -> None:
+        self.unresolved.set_function(read_safely(unresolved))
+
+    def cancelled(self, outcome: str) -> None:
+        counter = self._cancels.get(outcome)
+        if counter is not None:
+            counter.inc()
+
+    def placement_resumed(self) -> None:
+        self.resumed.inc()

@@ -17,7 +17,6 @@ Refusals never carry an invite code: their messages may end up in logs and trace
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +49,27 @@ class Refused(WaitError):
 class UnknownCode(WaitError):
     """No friendly table has this code (NOT_FOUND on the wire)."""
 
+    def __init__(self) -> None:
+        super().__init__("friendly/unknown-code", "no open friendly table has that code")
+
+
+def open_lobby_message(creator: str, kind: MatchKind) -> str:
+    return (f"{creator} already has an open {kind.value} friendly table; it closes once "
+            "seated or expired")
+
+
+def spot_refusal(player: str, spot: Spot) -> Refused:
+    """Why `player`, who is at `spot`, may not wait for another table."""
+    if spot.kind == "table":
+        where = f"table {spot.ref}" if spot.ref else "a table being created"
+        return Refused("ticket/seated", f"{player} is seated at {where}")
+    what = "the queue" if spot.kind == "queue" else "a friendly table"
+    return Refused("ticket/duplicate", f"{player} is already waiting in {what}")
+
+
+def lobby_full() -> Refused:
+    return Refused("friendly/full", "that friendly table already has three players")
+
 
 # ---------------------------------------------------------------------------------- roster
 SpotKind = Literal["queue", "lobby", "table"]
@@ -74,13 +94,8 @@ class Roster:
 
     def check_free(self, player: str) -> None:
         spot = self._where.get(player)
-        if spot is None:
-            return
-        if spot.kind == "table":
-            where = f"table {spot.ref}" if spot.ref else "a table being created"
-            raise Refused("ticket/seated", f"{player} is seated at {where}")
-        what = "the queue" if spot.kind == "queue" else "a friendly table"
-        raise Refused("ticket/duplicate", f"{player} is already waiting in {what}")
+        if spot is not None:
+            raise spot_refusal(player, spot)
 
     def hold(self, player: str, kind: SpotKind, ref: str) -> None:
         self.check_free(player)
@@ -142,8 +157,7 @@ class MatchQueue:
         return self._tickets.get(ticket_id)
 
     def window(self, ticket: Ticket, now_ms: int) -> float:
-        waited_s = max(0, now_ms - ticket.enqueued_ms) / 1000
-        return self.base_window + self.widen_per_s * waited_s
+        return window(self.base_window, self.widen_per_s, ticket.enqueued_ms, now_ms)
 
     def add(self, ticket: Ticket) -> None:
         """Queue a ticket; refused if the player already waits somewhere or is seated."""
@@ -165,39 +179,116 @@ class MatchQueue:
             self.roster.free(ticket.player)
             self.add(ticket)
 
-    def _fits(self, group: list[Ticket], windows: dict[str, float], other: Ticket) -> bool:
-        return all(abs(member.ordinal - other.ordinal) <= min(windows[member.ticket_id],
-                                                               windows[other.ticket_id])
-                   for member in group)
-
     def match(self, now_ms: int) -> list[tuple[Ticket, Ticket, Ticket]]:
-        """Groups of three that fit each other's windows now, longest-waiting first.
+        """Groups of three that fit each other's windows now, longest-waiting first
+        (`find_groups`).
 
         Matched tickets leave the queue and their players are marked as being seated
         (`Roster.seat(players, "")`); the caller seats them at the created table or requeues.
         """
-        order = sorted(self._tickets.values(), key=lambda t: t.enqueued_ms)  # stable
-        windows = {t.ticket_id: self.window(t, now_ms) for t in order}
-        used: set[str] = set()
-        groups: list[tuple[Ticket, Ticket, Ticket]] = []
-        for anchor in order:
-            if anchor.ticket_id in used:
-                continue
-            candidates = list(itertools.islice(
-                (t for t in order if t.ticket_id not in used and t is not anchor
-                 and self._fits([anchor], windows, t)), PARTNER_SCAN))
-            found = next(((a, b) for a, b in itertools.combinations(candidates, 2)
-                          if self._fits([anchor, a], windows, b)), None)
-            if found is None:
-                continue
-            group = (anchor, *found)
-            used.update(t.ticket_id for t in group)
-            groups.append(group)
+        groups = find_groups(list(self._tickets.values()), now_ms, self.base_window,
+                             self.widen_per_s)
         for group in groups:
-            for ticket in group:
-                del self._tickets[ticket.ticket_id]
-            self.roster.seat(tuple(t.player for t in group), "")
+            self.take(group)
         return groups
+
+    def take(self, group: tuple[Ticket, ...]) -> bool:
+        """Take a matched group out of the queue, its players being seated; False (nothing
+        changed) if one of its tickets is no longer waiting."""
+        if any(t.ticket_id not in self._tickets for t in group):
+            return False
+        for ticket in group:
+            del self._tickets[ticket.ticket_id]
+        self.roster.seat(tuple(t.player for t in group), "")
+        return True
+
+    def waiting(self) -> list[Ticket]:
+        """The waiting tickets, in the order they were queued."""
+        return list(self._tickets.values())
+
+
+def window(base_window: float, widen_per_s: float, enqueued_ms: int, now_ms: int) -> float:
+    """A ticket's skill window now: `base + widen_per_s * waited seconds` ordinal points."""
+    waited_s = max(0, now_ms - enqueued_ms) / 1000
+    return base_window + widen_per_s * waited_s
+
+
+def find_groups(tickets: list[Ticket], now_ms: int, base_window: float, widen_per_s: float,
+                scan: int = PARTNER_SCAN) -> list[tuple[Ticket, Ticket, Ticket]]:
+    """Groups of three that fit each other's windows now, longest-waiting first: each anchor
+    (in waiting order; `tickets` in the order they were queued breaks ties) takes the first
+    pair, among its first `scan` compatible tickets in waiting order, that fits it and each
+    other. Pure: nothing is taken out (the store does that, atomically).
+
+    Grouped tickets are skipped in O(1) amortised (`_Pool`), and an anchor's compatible
+    tickets are found as its pairs are tried, so a round over n compatible tickets costs about
+    n steps, not n^2.
+    """
+    pool = _Pool(sorted(tickets, key=lambda t: t.enqueued_ms), now_ms, base_window,
+                 widen_per_s)  # (sorted is stable)
+    groups: list[tuple[Ticket, Ticket, Ticket]] = []
+    for anchor in range(len(pool.order)):
+        if pool.ungrouped(anchor) != anchor:
+            continue
+        found = pool.pair(anchor, scan)
+        if found is not None:
+            groups.append(pool.group(anchor, *found))
+    return groups
+
+
+class _Pool:
+    """The tickets of one matching round, by index in waiting order."""
+
+    def __init__(self, order: list[Ticket], now_ms: int, base_window: float,
+                 widen_per_s: float) -> None:
+        self.order = order
+        self.windows = [window(base_window, widen_per_s, t.enqueued_ms, now_ms) for t in order]
+        self.ordinals = [t.ordinal for t in order]
+        self.parent = list(range(len(order) + 1))  # parent[i] == i: ungrouped (n: the end)
+
+    def ungrouped(self, i: int) -> int:
+        """The first ungrouped index at or after `i` (a "next" pointer, path-compressed)."""
+        parent = self.parent
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        while parent[i] != root:
+            parent[i], i = root, parent[i]
+        return root
+
+    def fits(self, a: int, b: int) -> bool:
+        return abs(self.ordinals[a] - self.ordinals[b]) <= min(self.windows[a], self.windows[b])
+
+    def pair(self, anchor: int, scan: int) -> tuple[int, int] | None:
+        """The first pair, in the order of `itertools.combinations` over the anchor's first
+        `scan` compatible tickets, that fits together; its compatible tickets are looked for
+        only as far as the pairs tried need them."""
+        candidates: list[int] = []
+        cursor = self.ungrouped(0)
+        end = len(self.order)
+
+        def candidate(k: int) -> int | None:
+            nonlocal cursor
+            while len(candidates) <= k < scan and cursor < end:
+                if cursor != anchor and self.fits(anchor, cursor):
+                    candidates.append(cursor)
+                cursor = self.ungrouped(cursor + 1)
+            return candidates[k] if k < len(candidates) else None
+
+        first = 0
+        while (a := candidate(first)) is not None:
+            second = first + 1
+            while (b := candidate(second)) is not None:
+                if self.fits(a, b):
+                    return a, b
+                second += 1
+            first += 1
+        return None
+
+    def group(self, anchor: int, a: int, b: int) -> tuple[Ticket, Ticket, Ticket]:
+        for i in (anchor, a, b):
+            self.parent[i] = i + 1
+        return self.order[anchor], self.order[a], self.order[b]
 
 
 # ---------------------------------------------------------------------------------- friendly
@@ -251,18 +342,19 @@ class FriendlyLobbies:
         if self._open_by_creator.get(lobby.creator) == lobby.code:
             del self._open_by_creator[lobby.creator]
 
-    def create(self, creator: str, kind: MatchKind, now_ms: int) -> Lobby:
-        """A new lobby with a fresh code; the creator joins it like everyone else. A creator
-        whose lobby has no table yet gets that one back (same kind: a retried call) or is
-        refused (`lobby/open`, another kind)."""
+    def create(self, creator: str, kind: MatchKind, now_ms: int,
+               draw: Callable[[], str] | None = None) -> Lobby:
+        """A new lobby with a fresh code (`draw`, or the lobbies' own `new_code`); the creator
+        joins it like everyone else. A creator whose lobby has no table yet gets that one back
+        (same kind: a retried call) or is refused (`lobby/open`, another kind)."""
         current = self.open_lobby(creator)
         if current is not None:
             if current.kind is kind:
                 return current
-            raise Refused("lobby/open", f"{creator} already has an open {current.kind.value} "
-                                        "friendly table; it closes once seated or expired")
+            raise Refused("lobby/open", open_lobby_message(creator, current.kind))
+        new_code = draw or self.new_code
         for _ in range(100):  # a drawn code already in use is drawn again
-            code = self.new_code()
+            code = new_code()
             if code not in self._lobbies:
                 break
         else:
@@ -277,11 +369,11 @@ class FriendlyLobbies:
         """Take a seat (idempotent for a member: a reconnecting app gets the same lobby)."""
         lobby = self._lobbies.get(code)
         if lobby is None:
-            raise UnknownCode("friendly/unknown-code", "no open friendly table has that code")
+            raise UnknownCode()
         if player in lobby.players:
             return lobby
         if lobby.full:
-            raise Refused("friendly/full", "that friendly table already has three players")
+            raise lobby_full()
         self.roster.hold(player, "lobby", code)
         lobby.players.append(player)
         return lobby

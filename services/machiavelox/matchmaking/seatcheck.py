@@ -1,7 +1,7 @@
 """The seats of lost tables freed: no player is locked out with `ticket/seated` by a table that
 cannot come back.
 
-A player stays seated until scoring reports that the table's match ended (`ResultsFollower`).
+A player stays seated until scoring reports that the table's match ended (`results.py`).
 A table its shard lost never reports: the shard's journal store was lost, or the table's
 journal does not replay (table/recovery.py), or a shard without a journal restarted. So every
 `interval_s` the `SeatCheck` asks each shard (CheckTables) about the seated tables placed on it
@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from machiavelox.platform.periodic import every
 
 from .metrics import MatchmakingMetrics
-from .queue import Roster
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +45,13 @@ class Checker(Protocol):
 
 
 class SeatCheck:
-    def __init__(self, roster: Roster, checker: Checker,
-                 free: Callable[[str], tuple[str, ...]],
+    def __init__(self, seated: Callable[[], Awaitable[list[str]]], checker: Checker,
+                 free: Callable[[str], Awaitable[tuple[str, ...]]],
                  metrics: MatchmakingMetrics | None = None) -> None:
-        """`free`: ends a table's match for matchmaking (its seats and lobby), the players
-        freed (none: it had ended already)."""
-        self.roster = roster
+        """`seated`: the tables with players seated (`AgoraStore.seated_tables`); `free`: ends
+        a table's match for matchmaking (its seats and lobby), the players freed (none: it had
+        ended already)."""
+        self.seated = seated
         self.checker = checker
         self.free = free
         self.metrics = metrics
@@ -60,7 +60,7 @@ class SeatCheck:
     async def check_once(self) -> list[str]:
         """Ask about the seated tables that were seated at the previous check too; the tables
         whose players were freed."""
-        seated = set(self.roster.table_ids())
+        seated = set(await self.seated())
         due = sorted(seated & self._seen)
         self._seen = seated
         by_shard: dict[str, list[str]] = {}
@@ -71,7 +71,7 @@ class SeatCheck:
         freed = []
         for missing in answers:
             for table_id in missing or ():
-                players = self.free(table_id)
+                players = await self.free(table_id)
                 if not players:  # its match ended meanwhile (scoring's report)
                     continue
                 log.warning("table %s is lost: its players are free (no points, nobody "

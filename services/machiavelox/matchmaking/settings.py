@@ -22,6 +22,9 @@ from machiavelox.platform.settings import (
 from .limits import DEFAULT_RATES, AgoraRates
 from .queue import LOBBY_TTL_MS
 from .seatcheck import SEAT_CHECK_S
+from .store import ATTACH_MS, LEASE_MS
+
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,16 @@ class MatchmakingSettings:
     # MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S: how often the shards are asked which seated tables
     # they do not have (those tables' seats are freed: seatcheck.py)
     seat_check_s: float
+    # MACHIAVELOX_MATCHMAKING_LEASE_S: a placement whose placer has not kept it alive this long
+    # is taken over and undone (store.py; its placer renews it every second)
+    lease_s: float
+    # MACHIAVELOX_MATCHMAKING_DETACHED_S: a ticket or friendly seat whose stream's process has
+    # not kept it alive this long is detached (it waits no more; an app may re-attach before)
+    detached_s: float
+    # MACHIAVELOX_MATCHMAKING_REDIS_URL: "" = the agorà's state in this process's memory (one
+    # replica only); redis://host:port/db = shared by every replica (redis_store.py)
+    redis_url: str
+    key_prefix: str  # MACHIAVELOX_MATCHMAKING_KEY_PREFIX: of every Redis key ("mxm:")
     # MACHIAVELOX_MATCHMAKING_{ENQUEUE,CANCEL,CREATE_FRIENDLY,JOIN_FRIENDLY,JOIN_FAILED}_RATE
     # (per second) and _BURST: each player's pace per call (limits.py, docs/security.md)
     rates: AgoraRates
@@ -72,6 +85,15 @@ class MatchmakingSettings:
         seat_check_s = env_float("MATCHMAKING_SEAT_CHECK_S", SEAT_CHECK_S, env)
         if seat_check_s <= 0:
             raise SettingsError("MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S must be positive")
+        lease_s = env_float("MATCHMAKING_LEASE_S", LEASE_MS / 1000, env)
+        detached_s = env_float("MATCHMAKING_DETACHED_S", ATTACH_MS / 1000, env)
+        if lease_s < 2 or detached_s < 2:
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_LEASE_S and _DETACHED_S must be at "
+                                "least 2 (seconds: they are renewed every second)")
+        redis_url = env_str("MATCHMAKING_REDIS_URL", "", env)
+        if redis_url and not redis_url.startswith(_REDIS_SCHEMES):
+            raise SettingsError("MACHIAVELOX_MATCHMAKING_REDIS_URL must be empty (in memory) or "
+                                f"a redis://host:port/db URL, not {redis_url!r}")
         rates = AgoraRates(
             enqueue=env_rate("MATCHMAKING_ENQUEUE", DEFAULT_RATES.enqueue, env),
             cancel=env_rate("MATCHMAKING_CANCEL", DEFAULT_RATES.cancel, env),
@@ -90,6 +112,10 @@ class MatchmakingSettings:
             widen_per_s=widen,
             lobby_ttl_s=lobby_ttl_s,
             seat_check_s=seat_check_s,
+            lease_s=lease_s,
+            detached_s=detached_s,
+            redis_url=redis_url,
+            key_prefix=env_str("MATCHMAKING_KEY_PREFIX", "mxm:", env),
             rates=rates,
             grace_s=grace_s,
             log_level=level,

@@ -53,6 +53,7 @@ POLICY: Mapping[str, frozenset[str]] = {
     _TABLE + "SetDraining": frozenset({"controller"}),
     # Which seated tables a shard lost: matchmaking frees their seats.
     _TABLE + "CheckTables": frozenset({"matchmaking"}),
+    _TABLE + "CancelTable": frozenset({"matchmaking"}),
     # The agorà's own server: apps reach it through the gateway's relay (which checked the
     # token; matchmaking checks it again).
     _MATCHMAKING + "Enqueue": frozenset({"gateway"}),

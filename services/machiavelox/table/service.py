@@ -1,4 +1,14 @@
-"""The TableAuthorityService servicer: thin, over the Shard."""
+"""The TableAuthorityService servicer: thin, over the Shard.
+
+Placements (issue 13 item 3; docs/architecture.md, "Placement"): CreateTable is idempotent by
+table id (the table is journaled under it) and, while this process runs, by placement id
+(`placements`: a second CreateTable of a placement gets the first one's table whatever id it
+names). CancelTable cancels a table nobody has played at (`Shard.cancel_table`) and remembers
+the id (`cancelled`, the last `MAX_REMEMBERED`): a CreateTable of it that arrives later (one
+that was stalled on the way, behind the CancelTable or not) is refused FAILED_PRECONDITION
+`table/cancelled`, so a table matchmaking gave up on never comes into being after it was told
+it would not. (A stalled request does not outlive this process: its connection ends with it.)
+"""
 
 from __future__ import annotations
 
@@ -6,12 +16,21 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
+
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.platform.errors import invalid_argument, unavailable
+from machiavelox.platform.errors import (
+    ServiceError,
+    failed_precondition,
+    invalid_argument,
+    shown,
+    unavailable,
+)
 from machiavelox.platform.outbox import DEFAULT_WINDOW_S
 
 from .gateway_link import GatewayLink
@@ -20,6 +39,7 @@ from .shard import Shard
 log = logging.getLogger(__name__)
 
 MAX_CHECKED_TABLES = 1_000  # the most table ids one CheckTables call may ask about
+MAX_REMEMBERED = 100_000  # cancelled tables, and placements' tables, remembered (each ~100 B)
 
 _KINDS = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
           table_pb2.MATCH_KIND_LONG: rules.MatchKind.LONG}
@@ -29,6 +49,8 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
     def __init__(self, shard: Shard, batch_window_s: float = DEFAULT_WINDOW_S) -> None:
         self.shard = shard
         self.batch_window_s = batch_window_s
+        self.cancelled: OrderedDict[str, None] = OrderedDict()  # table ids
+        self.placements: OrderedDict[str, str] = OrderedDict()  # placement id -> table id
 
     async def Connect(  # type: ignore[override]  # (the stubs know only the generator style)
             self, request_iterator: AsyncIterator[table_pb2.ConnectRequest], context: Any) -> None:
@@ -83,13 +105,45 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
             raise invalid_argument("table/bad-kind", "kind must be single or long")
         if not request.table_id:
             raise invalid_argument("table/no-id", "a table needs an id")
-        self.shard.create_table(request.table_id, list(request.player_ids), kind,
-                                request.competitive)
+        table_id = self.placements.get(request.placement_id, request.table_id) \
+            if request.placement_id else request.table_id
+        self._not_cancelled(table_id)
+        self.shard.create_table(table_id, list(request.player_ids), kind, request.competitive)
+        if request.placement_id:
+            _remember(self.placements, request.placement_id, table_id)
         await self.shard.durable()
-        if request.table_id not in self.shard.tables:  # its journal write failed
+        self._not_cancelled(table_id)  # (cancelled while its creation was being stored)
+        if table_id not in self.shard.tables:  # its journal write failed
             raise unavailable("table/journal", "the table's journal cannot be written now")
-        return table_pb2.CreateTableResponse(table_id=request.table_id,
-                                             shard_id=self.shard.shard_id)
+        return table_pb2.CreateTableResponse(table_id=table_id, shard_id=self.shard.shard_id)
+
+    def _not_cancelled(self, table_id: str) -> None:
+        if table_id in self.cancelled:
+            raise failed_precondition("table/cancelled",
+                                      f"table {shown(table_id)} was cancelled")
+
+    async def CancelTable(self, request: table_pb2.CancelTableRequest,
+                          context: Any) -> table_pb2.CancelTableResponse:
+        if not request.table_id:
+            raise invalid_argument("table/no-id", "which table?")
+        ids = [request.table_id]
+        other = self.placements.get(request.placement_id) if request.placement_id else None
+        if other is not None and other != request.table_id:
+            ids.append(other)
+        for table_id in ids:  # refused from now on, whatever the cancellation's fate
+            _remember(self.cancelled, table_id, None)
+        existed = False
+        for table_id in ids:
+            try:
+                existed = await self.shard.cancel_table(table_id) or existed
+            except ServiceError as err:
+                if err.status == grpc.StatusCode.FAILED_PRECONDITION:  # played at: it stays
+                    self.cancelled.pop(table_id, None)
+                raise
+        if not existed:
+            log.info("placement cancelled before its table was created here",
+                     extra={"table_id": request.table_id, "shard_id": self.shard.shard_id})
+        return table_pb2.CancelTableResponse(existed=existed, shard_id=self.shard.shard_id)
 
     async def GetLoad(self, request: table_pb2.GetLoadRequest,
                       context: Any) -> table_pb2.GetLoadResponse:
@@ -114,3 +168,10 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
         self.shard.draining = request.draining
         log.info("draining set to %s", request.draining, extra={"shard_id": self.shard.shard_id})
         return table_pb2.SetDrainingResponse(draining=self.shard.draining)
+
+
+def _remember(memory: OrderedDict[str, Any], key: str, value: Any) -> None:
+    memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > MAX_REMEMBERED:
+        memory.popitem(last=False)

@@ -214,6 +214,47 @@ class Shard:
         log.info("table created", extra={"table_id": table_id, "shard_id": self.shard_id})
         return host
 
+    async def cancel_table(self, table_id: str) -> bool:
+        """Cancel a table nobody has played at (issue 13 item 3: matchmaking gave up its
+        placement): it ends with no result and no points, its journal closed ("cancelled": a
+        restart does not bring it back) and stored before this returns, and it leaves memory
+        (a session asking for it then gets `table/unknown`). True if it was here (False: not
+        here, nothing to do). Refused FAILED_PRECONDITION `table/in-play` once a player has
+        acted (an accepted action: presence changes are not the players' acts) or has a
+        session on it, `table/ended` once it has ended (its result counts); UNAVAILABLE
+        `table/journal` if its cancellation cannot be stored now (nothing changed: ask again).
+        """
+        host = self.tables.get(table_id)
+        if host is None:
+            if table_id in self.retention.final:
+                raise failed_precondition("table/ended", f"table {shown(table_id)} has ended")
+            return False
+        if host.closed != "cancelled":  # (else: a cancellation already under way)
+            if host.finished:
+                raise failed_precondition("table/ended", f"table {shown(table_id)} has ended")
+            if self.subs.get(table_id) or any(not isinstance(action, rules.Liveness)
+                                              for *_, action in host.log):
+                raise failed_precondition("table/in-play", f"table {shown(table_id)} has been "
+                                          "played at: it can only end by its rules")
+            if self.journal_down:
+                raise unavailable("table/journal",
+                                  f"{self.shard_id} cannot write its journal now")
+            host.close("cancelled")
+        await self.durable()
+        now = self.tables.get(table_id)
+        if host.journal.unwritten or now not in (host, None):
+            # its write failed: the table was rebuilt from the store, not cancelled
+            raise unavailable("table/journal", f"{self.shard_id} cannot write its journal now")
+        if now is host:  # (None: a concurrent cancellation took it out already)
+            del self.tables[table_id]
+            self.subs.pop(table_id, None)
+            for player in host.seats:
+                self.limits.discard((table_id, player))
+            self.players_changed.set()  # (presence stops watching its players)
+            log.info("table cancelled", extra={"table_id": table_id,
+                                               "shard_id": self.shard_id})
+        return True
+
     def _schedule(self, host: TableHost) -> None:
         self.deadlines.arm(host.table_id, host.next_wall_deadline())
 

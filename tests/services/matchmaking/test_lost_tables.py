@@ -41,7 +41,7 @@ from machiavelox.local.processes import (
     start,
     wait_healthy,
 )
-from machiavelox.matchmaking.placement import CHECK_BATCH, Placement
+from machiavelox.matchmaking.placement import CHECK_BATCH, ShardClient
 from machiavelox.table.service import MAX_CHECKED_TABLES
 from tests.services.matchmaking.test_matchmaking_processes import match_three, refusal
 from tests.support.agora import STEP_S, next_update, reason, tokens
@@ -261,8 +261,8 @@ async def test_check_tables_names_the_tables_a_shard_does_not_have(cluster: Clus
 
     # Matchmaking's client asks in batches a shard takes, and keeps the order.
     unknown = [f"shard-1.nope{i}" for i in range(2 * MAX_CHECKED_TABLES + 500)]
-    placement = Placement({"shard-1": shard.address},
-                          credentials(shard, "matchmaking").connector("table"))
+    placement = ShardClient({"shard-1": shard.address},
+                            credentials(shard, "matchmaking").connector("table"))
     try:
         assert await placement.missing("shard-1", ["shard-1.here", *unknown]) == unknown
         assert await placement.missing("shard-9", ["shard-9.x"]) is None  # not configured

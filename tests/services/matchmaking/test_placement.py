@@ -1,5 +1,6 @@
-"""Placement against in-process fake shards: least loaded first, draining and unreachable shards
-skipped, the next shard tried when CreateTable refuses."""
+"""Placement (`placing.Placer` over the gRPC `placement.ShardClient`) against in-process fake
+shards: least loaded first, draining and unreachable shards skipped, the next shard tried when
+CreateTable refuses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import free_port
-from machiavelox.matchmaking.placement import NoShardError, Placement, TableRequest
+from machiavelox.matchmaking.memory_store import MemoryStore
+from machiavelox.matchmaking.placement import ShardClient
+from machiavelox.matchmaking.placing import Done, Failed, Placer, Result
+from machiavelox.matchmaking.queue import Ticket
+from machiavelox.matchmaking.store import Group
 from machiavelox.platform.errors import ErrorInterceptor, failed_precondition
 from machiavelox.platform.tls import InternalTls
 
@@ -46,9 +51,29 @@ class Fakes:
     shards: dict[str, FakeShard]
     addresses: dict[str, str]
 
-    def placement(self, **extra: str) -> Placement:
-        return Placement({**self.addresses, **extra}, InternalTls.off().connector("table"),
-                         new_suffix=lambda: "abc", timeout_s=1.0)  # in-process fakes: plaintext
+    def client(self, **extra: str) -> ShardClient:
+        return ShardClient({**self.addresses, **extra}, InternalTls.off().connector("table"),
+                           timeout_s=1.0)  # in-process fakes: plaintext
+
+
+async def place(client: ShardClient, *ids: str) -> list[Result]:
+    """Place one table per placement id: ann, bob and cy (then ann1, bob1, cy1...)."""
+    store = MemoryStore()
+    groups = []
+    for i, pid in enumerate(ids):
+        tickets = tuple(Ticket(f"{name}{i or ''}", f"{name}{i or ''}", 0.0, 0)
+                        for name in ("ann", "bob", "cy"))
+        for ticket in tickets:
+            await store.add_ticket(ticket, f"watch-{ticket.ticket_id}")
+        groups.append(Group(pid, tickets, tuple(t.player for t in tickets)))
+    placements = await store.form(groups, "me", 0)
+    return await Placer(store, client, "me", lambda: 0).place(placements)
+
+
+async def place_one(client: ShardClient) -> Done:
+    (result,) = await place(client, "abc")
+    assert isinstance(result, Done), result
+    return result
 
 
 @pytest.fixture
@@ -68,51 +93,48 @@ async def fakes() -> AsyncIterator[Fakes]:
         await server.stop(0)
 
 
-REQUEST = TableRequest(("ann", "bob", "cy"), table_pb2.MATCH_KIND_SINGLE, True)
-
-
 async def test_the_least_loaded_shard_gets_the_table_with_its_prefix(fakes: Fakes) -> None:
-    placement = fakes.placement()
-    placed = await placement.place(REQUEST)
+    client = fakes.client()
+    placed = (await place_one(client)).seated
     assert (placed.table_id, placed.shard_id) == ("s1.abc", "s1")
     (created,) = fakes.shards["s1"].created
     assert created.table_id == "s1.abc" and list(created.player_ids) == ["ann", "bob", "cy"]
     assert created.kind == table_pb2.MATCH_KIND_SINGLE and created.competitive
-    await placement.close()
+    await client.close()
 
 
 async def test_load_is_a_share_of_capacity(fakes: Fakes) -> None:
     fakes.shards["s1"].capacity = 4  # 2 of 4 busy: fuller than s0 (5 of 100)
     fakes.shards["s2"].capacity = 3  # 3 of 3: full, skipped
-    placement = fakes.placement()
-    assert (await placement.place(REQUEST)).shard_id == "s0"
-    await placement.close()
+    client = fakes.client()
+    assert (await place_one(client)).seated.shard_id == "s0"
+    await client.close()
 
 
 async def test_draining_and_unreachable_shards_are_skipped(fakes: Fakes) -> None:
     fakes.shards["s1"].draining = True
-    placement = fakes.placement(gone=f"127.0.0.1:{free_port()}")
-    assert (await placement.place(REQUEST)).table_id == "s2.abc"
-    await placement.close()
+    client = fakes.client(gone=f"127.0.0.1:{free_port()}")
+    assert (await place_one(client)).seated.table_id == "s2.abc"
+    await client.close()
 
 
 async def test_a_refusal_sends_the_table_to_the_next_shard(fakes: Fakes) -> None:
     fakes.shards["s1"].refuse = True
-    placement = fakes.placement()
-    placed = await placement.place(REQUEST)
+    client = fakes.client()
+    placed = (await place_one(client)).seated
     assert (placed.table_id, placed.shard_id) == ("s2.abc", "s2")
     for sid in ("s0", "s1", "s2"):
         fakes.shards[sid].refuse = True
-    with pytest.raises(NoShardError):
-        await placement.place(REQUEST)
-    await placement.close()
+    (result,) = await place(client, "def")
+    assert isinstance(result, Failed)
+    await client.close()
 
 
 async def test_a_burst_spreads_over_the_shards(fakes: Fakes) -> None:
-    placement = fakes.placement()
-    placed = await placement.place_many([REQUEST] * 5)
-    shards = [p.shard_id for p in placed if not isinstance(p, NoShardError)]
+    client = fakes.client()
+    placed = await place(client, *(f"t{i}" for i in range(5)))
+    shards = [p.seated.shard_id for p in placed if isinstance(p, Done)]
     # Loads 5/2/3: s1 first, then s1 and s2 alternate; nobody passes s0's 5.
     assert shards == ["s1", "s1", "s2", "s1", "s2"]
     assert {sid: f.tables for sid, f in fakes.shards.items()} == {"s0": 5, "s1": 5, "s2": 5}
-    await placement.close()
+    await client.close()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from machiavelox.matchmaking.queue import (
+    PARTNER_SCAN,
     FriendlyLobbies,
     MatchQueue,
     Refused,
@@ -14,6 +17,8 @@ from machiavelox.matchmaking.queue import (
     Spot,
     Ticket,
     UnknownCode,
+    find_groups,
+    window,
 )
 from machiavelox.rules import MatchKind
 
@@ -248,3 +253,43 @@ def test_a_full_lobby_waiting_for_a_shard_expires_but_not_while_being_placed() -
     lobbies.not_placed(lobby.code)  # no shard took it
     assert lobbies.expire(5_000) == [lobby]
     assert lobbies.ready() == [] and all(roster.where(p) is None for p in ("ann", "bob", "cy"))
+
+
+# ---------------------------------------------------------------------------------- find_groups
+def reference_groups(tickets: list[Ticket], now_ms: int) -> list[list[str]]:
+    """The matcher as it was first written (scans every ticket for every anchor): the
+    definition `find_groups` must keep."""
+    order = sorted(tickets, key=lambda t: t.enqueued_ms)
+    windows = {t.ticket_id: window(5.0, 1.0, t.enqueued_ms, now_ms) for t in order}
+
+    def fits(group: list[Ticket], other: Ticket) -> bool:
+        return all(abs(m.ordinal - other.ordinal) <= min(windows[m.ticket_id],
+                                                         windows[other.ticket_id])
+                   for m in group)
+
+    used: set[str] = set()
+    groups = []
+    for anchor in order:
+        if anchor.ticket_id in used:
+            continue
+        candidates = list(itertools.islice(
+            (t for t in order if t.ticket_id not in used and t is not anchor
+             and fits([anchor], t)), PARTNER_SCAN))
+        found = next(((a, b) for a, b in itertools.combinations(candidates, 2)
+                      if fits([anchor, a], b)), None)
+        if found is None:
+            continue
+        group = (anchor, *found)
+        used.update(t.ticket_id for t in group)
+        groups.append([t.player for t in group])
+    return groups
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-40, 40), st.integers(0, 30_000)), max_size=120),
+       st.integers(0, 60_000))
+def test_find_groups_picks_what_the_first_matcher_picked(
+        spec: list[tuple[int, int]], now_ms: int) -> None:
+    tickets = [Ticket(f"t{i}", f"p{i}", float(ordinal), at_ms)
+               for i, (ordinal, at_ms) in enumerate(spec)]
+    assert players(find_groups(tickets, now_ms, 5.0, 1.0)) == reference_groups(tickets, now_ms)

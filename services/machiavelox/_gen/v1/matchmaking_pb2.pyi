@@ -26,12 +26,22 @@ class EnqueueRequest(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    TICKET_ID_FIELD_NUMBER: _builtins.int
+    ticket_id: _builtins.str
+    """"" (a new ticket), or the id of the player's ticket to follow again after its stream
+    broke: the stream goes on where the ticket is (waiting, with the time already waited,
+    or its assignment). A newer stream replaces an older one of the same ticket, which ends
+    FAILED_PRECONDITION `ticket/replaced`. NOT_FOUND `ticket/unknown` if the ticket has ended
+    (queue again without an id); PERMISSION_DENIED `ticket/not-yours`. At most 64 characters.
+    """
     def __init__(
         self,
+        *,
+        ticket_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ticket_id", b"ticket_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -63,7 +63,8 @@ class MatchmakingServiceServicer:
     """
 
     def Enqueue(self, request, context):
-        """Queue for a competitive match; the stream reports waiting and then the assignment.
+        """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+        ticket id: re-attach to that ticket (the stream following it broke), on any replica.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -35,7 +35,9 @@ class MatchmakingServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MatchmakingServiceAsyncStub: ...
     Enqueue: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.EnqueueRequest, _matchmaking_pb2.EnqueueResponse]
-    """Queue for a competitive match; the stream reports waiting and then the assignment."""
+    """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+    ticket id: re-attach to that ticket (the stream following it broke), on any replica.
+    """
     CancelTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]
     """Leave the queue."""
     CreateFriendlyTable: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]
@@ -49,7 +51,9 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Enqueue: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.EnqueueRequest, _matchmaking_pb2.EnqueueResponse]  # type: ignore[assignment]
-    """Queue for a competitive match; the stream reports waiting and then the assignment."""
+    """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+    ticket id: re-attach to that ticket (the stream following it broke), on any replica.
+    """
     CancelTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]  # type: ignore[assignment]
     """Leave the queue."""
     CreateFriendlyTable: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]  # type: ignore[assignment]
@@ -66,7 +70,9 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _matchmaking_pb2.EnqueueRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_matchmaking_pb2.EnqueueResponse], _abc.AsyncIterator[_matchmaking_pb2.EnqueueResponse]]:
-        """Queue for a competitive match; the stream reports waiting and then the assignment."""
+        """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+        ticket id: re-attach to that ticket (the stream following it broke), on any replica.
+        """
 
     @_abc_1.abstractmethod
     def CancelTicket(

@@ -335,12 +335,19 @@ class CreateTableRequest(_message.Message):
     PLAYER_IDS_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
     COMPETITIVE_FIELD_NUMBER: _builtins.int
+    PLACEMENT_ID_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table's id, chosen by the caller (idempotent: creating it again returns it)."""
     kind: Global___MatchKind.ValueType
     """Single or long match."""
     competitive: _builtins.bool
     """Competitive (agorà) or friendly (M13.1)."""
+    placement_id: _builtins.str
+    """Matchmaking's id of the placement this table is for ("" for none): a CreateTable with a
+    placement id this shard has created a table for returns that table (matchmaking names a
+    placement's table `<shard id>.<placement id>`, so it is also idempotent by table id, and
+    across restarts).
+    """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The players, in seat order p1, p2, p3."""
@@ -352,14 +359,69 @@ class CreateTableRequest(_message.Message):
         player_ids: _abc.Iterable[_builtins.str] | None = ...,
         kind: Global___MatchKind.ValueType = ...,
         competitive: _builtins.bool = ...,
+        placement_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "kind", b"kind", "player_ids", b"player_ids", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "kind", b"kind", "placement_id", b"placement_id", "player_ids", b"player_ids", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CreateTableRequest: _TypeAlias = CreateTableRequest  # noqa: Y015
+
+@_typing.final
+class CancelTableRequest(_message.Message):
+    """Cancel a table (a placement matchmaking gave up)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    PLACEMENT_ID_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table's id."""
+    placement_id: _builtins.str
+    """The placement it was created for ("" for none): any table of it here is cancelled."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        placement_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["placement_id", b"placement_id", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelTableRequest: _TypeAlias = CancelTableRequest  # noqa: Y015
+
+@_typing.final
+class CancelTableResponse(_message.Message):
+    """The table is cancelled (or never was here, and never will be: a CreateTable of it arriving
+    later is refused FAILED_PRECONDITION `table/cancelled`).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EXISTED_FIELD_NUMBER: _builtins.int
+    SHARD_ID_FIELD_NUMBER: _builtins.int
+    existed: _builtins.bool
+    """The table was here and is now cancelled (false: it was not here)."""
+    shard_id: _builtins.str
+    """The shard's id."""
+    def __init__(
+        self,
+        *,
+        existed: _builtins.bool = ...,
+        shard_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["existed", b"existed", "shard_id", b"shard_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelTableResponse: _TypeAlias = CancelTableResponse  # noqa: Y015
 
 @_typing.final
 class CreateTableResponse(_message.Message):

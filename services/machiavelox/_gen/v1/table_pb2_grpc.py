@@ -46,6 +46,11 @@ class TableAuthorityServiceStub:
                 request_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.SerializeToString,
                 response_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.FromString,
                 _registered_method=True)
+        self.CancelTable = channel.unary_unary(
+                '/machiavelox.v1.TableAuthorityService/CancelTable',
+                request_serializer=machiavelox_dot_v1_dot_table__pb2.CancelTableRequest.SerializeToString,
+                response_deserializer=machiavelox_dot_v1_dot_table__pb2.CancelTableResponse.FromString,
+                _registered_method=True)
         self.GetLoad = channel.unary_unary(
                 '/machiavelox.v1.TableAuthorityService/GetLoad',
                 request_serializer=machiavelox_dot_v1_dot_table__pb2.GetLoadRequest.SerializeToString,
@@ -76,7 +81,19 @@ class TableAuthorityServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreateTable(self, request, context):
-        """Create a table (called by matchmaking).
+        """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
+        again returns the table created the first time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelTable(self, request, context):
+        """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
+        the table ends with no result and no points, its cancellation journaled (a restart does
+        not bring it back), and a CreateTable of it arriving later is refused. Refused
+        FAILED_PRECONDITION `table/in-play` once a player has acted or opened the table, and
+        `table/ended` once it has ended (its result counts).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -118,6 +135,11 @@ def add_TableAuthorityServiceServicer_to_server(servicer, server):
                     servicer.CreateTable,
                     request_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.FromString,
                     response_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.SerializeToString,
+            ),
+            'CancelTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelTable,
+                    request_deserializer=machiavelox_dot_v1_dot_table__pb2.CancelTableRequest.FromString,
+                    response_serializer=machiavelox_dot_v1_dot_table__pb2.CancelTableResponse.SerializeToString,
             ),
             'GetLoad': grpc.unary_unary_rpc_method_handler(
                     servicer.GetLoad,
@@ -190,6 +212,33 @@ class TableAuthorityService:
             '/machiavelox.v1.TableAuthorityService/CreateTable',
             machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.SerializeToString,
             machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/machiavelox.v1.TableAuthorityService/CancelTable',
+            machiavelox_dot_v1_dot_table__pb2.CancelTableRequest.SerializeToString,
+            machiavelox_dot_v1_dot_table__pb2.CancelTableResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,7 +39,16 @@ class TableAuthorityServiceStub:
     tables between them. Items are batched: one frame carries many tables' items.
     """
     CreateTable: _grpc.UnaryUnaryMultiCallable[_table_pb2.CreateTableRequest, _table_pb2.CreateTableResponse]
-    """Create a table (called by matchmaking)."""
+    """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
+    again returns the table created the first time.
+    """
+    CancelTable: _grpc.UnaryUnaryMultiCallable[_table_pb2.CancelTableRequest, _table_pb2.CancelTableResponse]
+    """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
+    the table ends with no result and no points, its cancellation journaled (a restart does
+    not bring it back), and a CreateTable of it arriving later is refused. Refused
+    FAILED_PRECONDITION `table/in-play` once a player has acted or opened the table, and
+    `table/ended` once it has ended (its result counts).
+    """
     GetLoad: _grpc.UnaryUnaryMultiCallable[_table_pb2.GetLoadRequest, _table_pb2.GetLoadResponse]
     """The shard's load, for placement and the capacity controller."""
     SetDraining: _grpc.UnaryUnaryMultiCallable[_table_pb2.SetDrainingRequest, _table_pb2.SetDrainingResponse]
@@ -61,7 +70,16 @@ class TableAuthorityServiceAsyncStub(TableAuthorityServiceStub):
     tables between them. Items are batched: one frame carries many tables' items.
     """
     CreateTable: _aio.UnaryUnaryMultiCallable[_table_pb2.CreateTableRequest, _table_pb2.CreateTableResponse]  # type: ignore[assignment]
-    """Create a table (called by matchmaking)."""
+    """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
+    again returns the table created the first time.
+    """
+    CancelTable: _aio.UnaryUnaryMultiCallable[_table_pb2.CancelTableRequest, _table_pb2.CancelTableResponse]  # type: ignore[assignment]
+    """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
+    the table ends with no result and no points, its cancellation journaled (a restart does
+    not bring it back), and a CreateTable of it arriving later is refused. Refused
+    FAILED_PRECONDITION `table/in-play` once a player has acted or opened the table, and
+    `table/ended` once it has ended (its result counts).
+    """
     GetLoad: _aio.UnaryUnaryMultiCallable[_table_pb2.GetLoadRequest, _table_pb2.GetLoadResponse]  # type: ignore[assignment]
     """The shard's load, for placement and the capacity controller."""
     SetDraining: _aio.UnaryUnaryMultiCallable[_table_pb2.SetDrainingRequest, _table_pb2.SetDrainingResponse]  # type: ignore[assignment]
@@ -92,7 +110,22 @@ class TableAuthorityServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _table_pb2.CreateTableRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_table_pb2.CreateTableResponse, _abc.Awaitable[_table_pb2.CreateTableResponse]]:
-        """Create a table (called by matchmaking)."""
+        """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
+        again returns the table created the first time.
+        """
+
+    @_abc_1.abstractmethod
+    def CancelTable(
+        self,
+        request: _table_pb2.CancelTableRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_table_pb2.CancelTableResponse, _abc.Awaitable[_table_pb2.CancelTableResponse]]:
+        """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
+        the table ends with no result and no points, its cancellation journaled (a restart does
+        not bring it back), and a CreateTable of it arriving later is refused. Refused
+        FAILED_PRECONDITION `table/in-play` once a player has acted or opened the table, and
+        `table/ended` once it has ended (its result counts).
+        """
 
     @_abc_1.abstractmethod
     def GetLoad(
