@@ -22,14 +22,12 @@ import grpc
 import pytest
 
 from machiavelox import codec, rules
-from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
+from machiavelox.local.processes import Proc, check_all_clean
 from machiavelox.platform.clock import SKEW_ENV
-from tests.support.client import PlayClient, login
 
-from .players import STEP_S, Player, acked
+from .cluster import seat_players, start_table_cluster
+from .players import Player, acked
 
-KEY = "fault-test-key-0123456789abcdef"
 TABLE = "shard-0.t"
 NAMES = ("ann", "bob", "cy")
 SCALE = 10
@@ -47,15 +45,8 @@ def skew(tmp_path: Path) -> Path:
 def procs(tmp_path: Path, skew: Path) -> Iterator[dict[str, Proc]]:
     started: dict[str, Proc] = {}
     try:
-        started["scoring"] = start("scoring", "scoring", {}, tmp_path)
-        shard_port = free_port()
-        started["shard"] = start("shard", "table", {
-            "MACHIAVELOX_SHARD_ID": "shard-0", "MACHIAVELOX_TABLE_PORT": str(shard_port),
-            "MACHIAVELOX_TABLE_TIME_SCALE": str(SCALE), SKEW_ENV: str(skew),
-            "MACHIAVELOX_SCORING_ADDRESS": started["scoring"].address}, tmp_path)
-        started["gateway"] = start("gateway", "gateway", {
-            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-            "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{shard_port}"}, tmp_path)
+        start_table_cluster(tmp_path, started, shard_env={
+            "MACHIAVELOX_TABLE_TIME_SCALE": str(SCALE), SKEW_ENV: str(skew)})
         yield started
     finally:
         check_all_clean(reversed(list(started.values())))
@@ -63,17 +54,12 @@ def procs(tmp_path: Path, skew: Path) -> Iterator[dict[str, Proc]]:
 
 @pytest.fixture
 async def ann(procs: dict[str, Proc]) -> AsyncIterator[Player]:
-    async with aio_channel(procs["shard"], "matchmaking") as ch:
-        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
-            table_pb2.CreateTableRequest(table_id=TABLE, player_ids=list(NAMES),
-                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)
     async with grpc.aio.insecure_channel(procs["gateway"].address) as ch:
-        client = PlayClient(ch, await login(ch, "ann"))
-        client.open(TABLE)
-        assert (await client.next(STEP_S)).WhichOneof("kind") == "snapshot"
-        player = Player(client, TABLE, rules.Seat.P1)
-        yield player
-        await player.close()
+        seated = await seat_players(procs, TABLE, NAMES, ch)
+        await seated["bob"].close()
+        await seated["cy"].close()
+        yield seated["ann"]
+        await seated["ann"].close()
 
 
 async def calata_lasts(ann: Player, skew: Path, step_ms: int) -> float:

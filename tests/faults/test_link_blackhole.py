@@ -28,16 +28,15 @@ import grpc
 import pytest
 
 from machiavelox import rules
-from machiavelox._gen.v1 import gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox._gen.v1 import gateway_pb2
 from machiavelox.gateway.links import NOTICE_S
-from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
+from machiavelox.local.processes import Proc, check_all_clean, free_port
 from machiavelox.platform.keepalive import DETECT_S
-from tests.support.client import PlayClient, login
 from tests.support.tcp_proxy import TcpProxy
 
-from .players import STEP_S, Player, acked
+from .cluster import seat_players, start_table_cluster
+from .players import Player, acked
 
-KEY = "fault-test-key-0123456789abcdef"
 TABLE = "shard-0.t"
 NAMES = ("ann", "bob", "cy")
 TOLD_S = DETECT_S + NOTICE_S + 2.0  # the bound, with room for a loaded machine
@@ -60,13 +59,7 @@ def procs(tmp_path: Path, link: tuple[TcpProxy, int]) -> Iterator[dict[str, Proc
     proxy, shard_port = link
     started: dict[str, Proc] = {}
     try:
-        started["scoring"] = start("scoring", "scoring", {}, tmp_path)
-        started["shard"] = start("shard", "table", {
-            "MACHIAVELOX_SHARD_ID": "shard-0", "MACHIAVELOX_TABLE_PORT": str(shard_port),
-            "MACHIAVELOX_SCORING_ADDRESS": started["scoring"].address}, tmp_path)
-        started["gateway"] = start("gateway", "gateway", {
-            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-            "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{proxy.port}"}, tmp_path)
+        start_table_cluster(tmp_path, started, shard_port=shard_port, gateway_to=proxy.port)
         yield started
     finally:
         check_all_clean(reversed(list(started.values())))
@@ -74,18 +67,8 @@ def procs(tmp_path: Path, link: tuple[TcpProxy, int]) -> Iterator[dict[str, Proc
 
 @pytest.fixture
 async def players(procs: dict[str, Proc]) -> AsyncIterator[dict[str, Player]]:
-    async with aio_channel(procs["shard"], "matchmaking") as ch:
-        await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
-            table_pb2.CreateTableRequest(table_id=TABLE, player_ids=list(NAMES),
-                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)
     async with grpc.aio.insecure_channel(procs["gateway"].address) as ch:
-        out: dict[str, Player] = {}
-        for seat, name in zip(rules.SEATS, NAMES, strict=True):
-            client = PlayClient(ch, await login(ch, name))
-            client.open(TABLE)
-            first = await client.next(STEP_S)
-            assert first.WhichOneof("kind") == "snapshot"
-            out[name] = Player(client, TABLE, seat)
+        out = await seat_players(procs, TABLE, NAMES, ch)
         yield out
         for player in out.values():
             await player.close()

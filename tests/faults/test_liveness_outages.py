@@ -33,21 +33,18 @@ import pytest
 import redis.asyncio as aioredis
 
 from machiavelox import rules
-from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox._gen.v1 import common_pb2, gateway_pb2
 from machiavelox.local.processes import (
     Proc,
-    aio_channel,
     check_all_clean,
-    free_port,
     start,
     wait_healthy,
 )
-from tests.support.client import PlayClient, login
 from tests.support.tcp_proxy import TcpProxy
 
-from .players import STEP_S, Player, acked
+from .cluster import seat_players, start_table_cluster
+from .players import Player, acked
 
-KEY = "fault-test-key-0123456789abcdef"
 REDIS = ("127.0.0.1", 6379)
 TABLE = "shard-0.t"
 NAMES = ("ann", "bob", "cy")
@@ -69,17 +66,10 @@ class Cluster:
         return self.procs[name]
 
     def rest(self, gateway_presence: Proc, shard_presence: Proc) -> None:
-        self.procs["scoring"] = start("scoring", "scoring", {}, self.tmp)
-        shard_port = free_port()
-        self.procs["shard"] = start("shard", "table", {
-            "MACHIAVELOX_SHARD_ID": "shard-0", "MACHIAVELOX_TABLE_PORT": str(shard_port),
+        start_table_cluster(self.tmp, self.procs, shard_env={
             "MACHIAVELOX_TABLE_TIME_SCALE": str(SCALE),
-            "MACHIAVELOX_PRESENCE_ADDRESS": shard_presence.address,
-            "MACHIAVELOX_SCORING_ADDRESS": self.procs["scoring"].address}, self.tmp)
-        self.procs["gateway"] = start("gateway", "gateway", {
-            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-            "MACHIAVELOX_PRESENCE_ADDRESS": gateway_presence.address,
-            "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{shard_port}"}, self.tmp)
+            "MACHIAVELOX_PRESENCE_ADDRESS": shard_presence.address}, gateway_env={
+            "MACHIAVELOX_PRESENCE_ADDRESS": gateway_presence.address})
 
     async def close(self) -> None:
         await asyncio.to_thread(check_all_clean, reversed(list(self.procs.values())))
@@ -131,20 +121,6 @@ class Heartbeats:
                 await task
 
 
-async def seat_players(c: Cluster, ch: grpc.aio.Channel) -> dict[str, Player]:
-    async with aio_channel(c.procs["shard"], "matchmaking") as mm:
-        await table_pb2_grpc.TableAuthorityServiceStub(mm).CreateTable(
-            table_pb2.CreateTableRequest(table_id=TABLE, player_ids=list(NAMES),
-                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=10)
-    out: dict[str, Player] = {}
-    for seat, name in zip(rules.SEATS, NAMES, strict=True):
-        client = PlayClient(ch, await login(ch, name))
-        client.open(TABLE)
-        assert (await client.next(STEP_S)).WhichOneof("kind") == "snapshot"
-        out[name] = Player(client, TABLE, seat)
-    return out
-
-
 def abandoned(player: Player) -> list[common_pb2.Event]:
     return [ev for ev in player.events if ev.kind == "abandoned"]
 
@@ -156,7 +132,7 @@ async def test_a_presence_replica_cut_from_redis_abandons_nobody(
     b = await asyncio.to_thread(cluster.presence, "presence-b", REDIS[1])
     await asyncio.to_thread(cluster.rest, a, b)
     async with grpc.aio.insecure_channel(cluster.procs["gateway"].address) as ch:
-        players = await seat_players(cluster, ch)
+        players = await seat_players(cluster.procs, TABLE, NAMES, ch)
         beats = Heartbeats(players)
         try:
             for p in players.values():
@@ -180,7 +156,7 @@ async def test_presence_killed_abandons_only_a_real_leaver_and_not_early(
     presence = await asyncio.to_thread(cluster.presence, "presence", REDIS[1])
     await asyncio.to_thread(cluster.rest, presence, presence)
     async with grpc.aio.insecure_channel(cluster.procs["gateway"].address) as ch:
-        players = await seat_players(cluster, ch)
+        players = await seat_players(cluster.procs, TABLE, NAMES, ch)
         ann, bob, cy = players["ann"], players["bob"], players["cy"]
         beats = Heartbeats(players)
         try:
