@@ -192,7 +192,9 @@ async def test_a_long_match_pause_ready_and_leave(cluster: dict[str, Proc]) -> N
                 person = Person(pilot, app)
                 await person.play_to_the_end(limit_s=180, stop=lambda: m.phase == "pause")
                 assert m.phase == "pause", "a smazzata scores less than 150: a pause follows"
-                assert "k ready" in text_of(app, "#hint")
+                # (the hint line is redrawn on the next refresh after the model's change)
+                await until(pilot, lambda: "k ready" in text_of(app, "#hint"), STEP_S,
+                            "the pause's keys in the hint")
                 await pilot.press("k", "e")
                 await until(pilot, lambda: m.ended, STEP_S, "the match's end")
                 log = "\n".join(line.text for line in m.log)
