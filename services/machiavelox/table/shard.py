@@ -312,20 +312,17 @@ class Shard:
             self._tick.cancel()
             self._tick = None
         heard, self._heard = self._heard, set()
-        now = self.clock()
-        for host in list(self.tables.values()):
-            if not host.finished:
-                for player in host.players:
-                    if player in heard:
-                        self._reassess(host, player, now)
+        self.reassess_all(heard)
 
-    def reassess_all(self) -> None:
-        """Tell every table in play what is known now of its players (at one instant)."""
+    def reassess_all(self, only: set[str] | None = None) -> None:
+        """Tell every table in play what is known now of its players (`only`: of these), at
+        one instant."""
         now = self.clock()
         for host in list(self.tables.values()):
             if not host.finished:
                 for player in host.players:
-                    self._reassess(host, player, now)
+                    if only is None or player in only:
+                        self._reassess(host, player, now)
 
     async def run_liveness(self, every_s: float = 1.0) -> None:
         """Until cancelled: every second, the players whose first-hand lease ran out are told
