@@ -342,10 +342,10 @@ class Shard:
                         self._reassess(host, player, now)
             was_down = down
 
-    def _sign(self, host: TableHost, player_id: str) -> None:
+    def _sign(self, host: TableHost, player_id: str, now: int | None = None) -> None:
         """A first-hand sign of life (the player's gateway: subscription, action, heartbeat)."""
         key = (host.table_id, player_id)
-        self.evidence.sign(key, self.clock())
+        self.evidence.sign(key, self.clock() if now is None else now)
         if not self.evidence.told_alive(key):
             self._reassess(host, player_id)
 
@@ -482,10 +482,11 @@ class Shard:
                               "try again shortly")
         if self.journal is not None:
             self.ledger.add(link, item)
-        self._sign(host, player)  # (an action is a sign of life, M11.1 decision)
+        now = self.clock()
+        self._sign(host, player, now)  # (an action is a sign of life, M11.1 decision)
         seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
                                    item.traceparent, arrived_ns)
-        applied = host.apply(player, action, self.clock(), req.action, req.client_action_id)
+        applied = host.apply(player, action, now, req.action, req.client_action_id)
         traceparent = self.observer.end(seen, host.table_id, action, applied)
         self._defer(lambda: self.observer.count(seen))
         action_id = req.client_action_id
