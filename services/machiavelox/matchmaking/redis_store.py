@@ -141,10 +141,11 @@ class RedisClock:
 
 
 class _Batched:
-    """The calls of one "many" script (`redis_scripts.MANY`) go to Redis together (at most `MAX_BATCH`
-    items a call): a call that comes after a quiet moment goes at the next turn of the event
-    loop (no added wait), but while calls come faster than one per `BATCH_WINDOW_S` they go
-    at most once a window, together (a burst of Enqueues, the placements of a round)."""
+    """The calls of one "many" script (`redis_scripts.MANY`) go to Redis together (at most
+    `MAX_BATCH` items a call): a call that comes after a quiet moment goes at the next turn of
+    the event loop (no added wait), but while calls come faster than one per `BATCH_WINDOW_S`
+    they go at most once a window, together (a burst of Enqueues, the placements of a
+    round)."""
 
     def __init__(self, run: Callable[..., Any], name: str) -> None:
         self.run = run
