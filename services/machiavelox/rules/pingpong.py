@@ -6,10 +6,18 @@ position for the third time and at least two players' calate moved it, the card 
 the player, among them, whose calata started first (ties: the lower seat). The others are
 refused `card/reserved` until that calata ends. An episode ends with the last calata that moved
 the card.
+
+Giving it up (M6.5 decision, with M5.5.1): at the reservation, every move of the card in the
+episode made by another player's open calata becomes the reserved player's work: the op moves
+to the reserved player's calata. So those moves are no longer a dependency of the reserved
+player's work; if the others' calate then fail, are void or are cancelled, the card stays where
+the episode left it, as though the reserved player had taken it from where it stood before any
+of them moved it, and the removal from that meld is judged as the reserved player's own work.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,7 +25,7 @@ from .cards import Card
 from .errors import conflict
 from .events import Event
 from .seats import Seat
-from .state import Calata, Phase
+from .state import Calata, CalataStatus, Phase
 
 if TYPE_CHECKING:
     from .state import PlayerState
@@ -30,6 +38,7 @@ RETURNS_TO_RESERVE = 3
 class Episode:
     visits: dict[int, int] = field(default_factory=dict)
     movers: set[Seat] = field(default_factory=set)
+    ops: list[int] = field(default_factory=list)  # the seqs of the moves of the card, in order
 
 
 def check_reserved(t: Table, ps: PlayerState, card: Card) -> None:
@@ -42,19 +51,43 @@ def check_reserved(t: Table, ps: PlayerState, card: Card) -> None:
                    "(M6.5)")
 
 
-def moved(t: Table, ps: PlayerState, card: Card, src: int, dst: int) -> list[Event]:
+def moved(t: Table, ps: PlayerState, op_seq: int, card: Card, src: int,
+          dst: int) -> tuple[list[Event], list[Calata]]:
+    """Count a move of `card` (op `op_seq`); the events of a reservation it made, and the
+    other players' calate whose work it changed (to be judged again)."""
     ep = t.episodes.setdefault(card, Episode(visits={src: 1}))
     ep.movers.add(ps.seat)
+    ep.ops.append(op_seq)
     ep.visits[dst] = ep.visits.get(dst, 0) + 1
     if ep.visits[dst] < RETURNS_TO_RESERVE or len(ep.movers) < 2 or card in t.reserved:
-        return []
+        return [], []
     open_movers = [c for s in ep.movers if (c := t.open_calata(s)) is not None]
     if not open_movers:
-        return []
+        return [], []
     first = min(open_movers, key=lambda c: (c.started_ms, c.player))
     t.reserved[card] = first.player
-    return [Event("reserved", t.now_ms, first.player, cards=(card,),
-                  detail="ping-pong: reserved to the calata that started first")]
+    event = Event("reserved", t.now_ms, first.player, cards=(card,),
+                  detail="ping-pong: reserved to the calata that started first")
+    return [event], _give_up(t, ep, first)
+
+
+def _give_up(t: Table, ep: Episode, owner: Calata) -> list[Calata]:
+    """M6.5 decision: the others' moves of the reserved card in the episode become the work
+    of the reserved player's calata `owner`; the calate that lost them."""
+    losers: dict[int, Calata] = {}
+    for seq in ep.ops:
+        op = t.ops.get(seq)
+        if op is None or op.calata == owner.id:
+            continue
+        cal = t.calate[op.calata]
+        if cal.status is not CalataStatus.OPEN:
+            continue  # concluded work is the table's, given up by nobody
+        cal.ops.remove(seq)
+        cal.needs.pop(seq, None)
+        op.player, op.calata, op.needs = owner.player, owner.id, frozenset()
+        bisect.insort(owner.ops, seq)
+        losers[cal.id] = cal
+    return list(losers.values())
 
 
 def calata_ended(t: Table, cal: Calata) -> None:

@@ -195,7 +195,13 @@ def _do_move(t: Table, ps: PlayerState, card: Card, src: int, dst: int | None) -
     op = L.record_op(t, ps, OpKind.MOVE, (card,), Zone.TABLE, src, dst)
     out = [Event("moved", t.now_ms, ps.seat, cards=(card,), meld=src, to_meld=op.dst,
                  melds=op.touched)]
-    out += pingpong.moved(t, ps, card, src, t.board.where[card])
+    reserved, losers = pingpong.moved(t, ps, op.seq, card, src, t.board.where[card])
+    for cal in losers:  # M6.5 decision: their moves of the card are the reserved player's
+        L.rejudge(t, cal)
+    out += reserved
+    owner = t.open_calata(t.reserved[card]) if reserved else None
+    if owner is not None and owner.player != ps.seat:
+        L.rejudge(t, owner)  # (the mover's own calata is judged next, in after_move)
     return out + L.after_move(t, ps)
 
 
