@@ -52,7 +52,9 @@ def test(args: list[str]) -> int:
 def lint(args: list[str]) -> int:
     rc = run(BIN / "ruff", "check", "services", "tests", "scripts", "tasks.py")
     # mypy --strict on services/machiavelox and tests/: the files are in pyproject's [tool.mypy]
-    return run(BIN / "mypy") or rc
+    rc = run(BIN / "mypy") or rc
+    # the import contracts (layers, the pure engines): pyproject's [tool.importlinter]
+    return run(BIN / "lint-imports") or rc
 
 
 COMMANDS = {"demo": demo, "test": test, "lint": lint}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2 as pb
 from machiavelox.platform.errors import ServiceError, invalid_argument
-from machiavelox.rules.view import CardStatus, PlayerView
+from machiavelox.rules import CardStatus, PlayerView
 
 _SEAT_TO_PB = {rules.Seat.P1: pb.SEAT_P1, rules.Seat.P2: pb.SEAT_P2, rules.Seat.P3: pb.SEAT_P3}
 _PHASE_TO_PB = {"playing": pb.PHASE_PLAYING, "frozen": pb.PHASE_FROZEN,
@@ -150,6 +150,10 @@ def refusal_to_pb(err: rules.RulesError | ServiceError) -> pb.Refusal:
 
 
 # ---------------------------------------------------------------------------- events, views
+_KIND_TO_PB: dict[rules.EventKind, pb.EventKind.ValueType] = {
+    kind: pb.EventKind.Value(f"EVENT_KIND_{kind.name}") for kind in rules.EventKind}
+
+
 def event_to_pb(event: rules.Event, seq: int) -> pb.Event:
     return fill_event(pb.Event(), event, seq)
 
@@ -160,6 +164,7 @@ def fill_event(msg: pb.Event, event: rules.Event, seq: int) -> pb.Event:
     msg.seq = seq
     msg.at_ms = event.at_ms
     msg.kind = event.kind
+    msg.kind_code = _KIND_TO_PB[event.kind]
     if event.player is not None:
         msg.player = _SEAT_TO_PB[event.player]
     if event.by is not None:

@@ -38,7 +38,7 @@ import grpc
 import redis
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, start
 
 KEY = "bench-key-0123456789abcdef"

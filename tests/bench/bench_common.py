@@ -15,7 +15,7 @@ import grpc
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.local.pki import Pki, session_pki
 from machiavelox.platform.tls import InternalTls
 

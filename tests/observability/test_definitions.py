@@ -10,9 +10,9 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from prometheus_client import CollectorRegistry
 
 from machiavelox import rules
-from machiavelox.gateway.metrics import ACTION_KINDS, GatewayMetrics, action_kind
+from machiavelox.gateway.metrics import GatewayMetrics, action_kind
 from machiavelox.matchmaking.metrics import MatchmakingMetrics
-from machiavelox.platform.metrics import MetricsSettings, read_safely
+from machiavelox.platform.metrics import ACTION_KINDS, MetricsSettings, read_safely
 from machiavelox.platform.settings import SettingsError
 from machiavelox.platform.telemetry import (
     DEFAULT_RATIO,
@@ -31,6 +31,8 @@ from machiavelox.platform.telemetry import (
     traceparent,
 )
 from machiavelox.table.metrics import ShardMetrics
+
+K = rules.EventKind
 
 TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -184,11 +186,11 @@ def test_shard_metrics_count_actions_refusals_and_game_events() -> None:
     metrics.observe_action("take", "card/held", 0.0001)
     metrics.observe_action("draw", "draw/pozzetto", 0.0001)
     seat = rules.Seat.P1
-    events = [rules.Event("chain", 1, seat, by=rules.Seat.P2), rules.Event("chain", 1, seat),
-              rules.Event("forced-draw", 2), rules.Event("stop", 3, seat),
-              rules.Event("abandoned", 4, seat), rules.Event("drew", 5, seat),
-              rules.Event("ended", 6, seat, detail="closing: winner p1; p1 +30, p2 -5, p3 -9"),
-              rules.Event("ended", 7, None, detail="mystery: no winner")]
+    events = [rules.Event(K.CHAIN, 1, seat, by=rules.Seat.P2), rules.Event(K.CHAIN, 1, seat),
+              rules.Event(K.FORCED_DRAW, 2), rules.Event(K.STOP, 3, seat),
+              rules.Event(K.ABANDONED, 4, seat), rules.Event(K.DREW, 5, seat),
+              rules.Event(K.ENDED, 6, seat, detail="closing: winner p1; p1 +30, p2 -5, p3 -9"),
+              rules.Event(K.ENDED, 7, None, detail="mystery: no winner")]
     metrics.observe_events(list(enumerate(events, 1)))
     s = {"shard": "shard-0"}
     assert get(registry, "machiavelox_shard_actions_total", **s, kind="take",

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from machiavelox._gen.v1 import gateway_pb2, table_pb2
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.platform.errors import (
     MALFORMED_REASON,
     MAX_DETAILS,

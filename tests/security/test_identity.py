@@ -25,7 +25,7 @@ import pytest
 
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc, matchmaking_pb2
 from machiavelox._gen.v1 import matchmaking_pb2_grpc as mm_grpc
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
 from machiavelox.platform.errors import REASON_KEY
 from tests.security.gateway_shard import PLAYERS, create_table

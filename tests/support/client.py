@@ -12,7 +12,7 @@ import grpc
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
 from machiavelox.bots.responses import unbatch
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 
 _ids = itertools.count(1)
 Metadata = tuple[tuple[str, str], ...]

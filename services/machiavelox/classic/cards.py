@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from machiavelox.rules import ALL_CARDS, Card, Suit
-from machiavelox.rules.cards import RANK_NAMES
+from machiavelox.rules import ALL_CARDS, RANK_NAMES, Card, Suit
 
 MAX_DECKS = 3
 MAX_JOKERS = 4

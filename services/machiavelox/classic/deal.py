@@ -14,8 +14,7 @@ import random
 import secrets
 from dataclasses import dataclass, field
 
-from machiavelox.rules import Card
-from machiavelox.rules.errors import invalid
+from machiavelox.rules import Card, invalid
 
 from .cards import ClassicCard, deck
 from .seats import Seat

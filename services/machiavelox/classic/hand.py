@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from machiavelox.rules import Card
-from machiavelox.rules.errors import illegal, invalid
+from machiavelox.rules import Card, illegal, invalid
 
 from . import actions as A
 from .cards import ClassicCard, Joker, deck, show

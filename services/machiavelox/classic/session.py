@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from machiavelox.rules.errors import illegal
+from machiavelox.rules import illegal
 
 from . import actions as A
 from .deal import ClassicDeal

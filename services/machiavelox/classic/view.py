@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from machiavelox.rules import MeldKind, Suit
-from machiavelox.rules.cards import RANK_NAMES
+from machiavelox.rules import RANK_NAMES, MeldKind, Suit
 
 from .cards import ClassicCard, sorted_cards
 from .melds import arrange, classify

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from machiavelox import rules
-from machiavelox.rules.cards import RANK_NAMES
+from machiavelox.rules import RANK_NAMES
 
 RED_SUITS = frozenset({rules.Suit.H, rules.Suit.D})
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2, gateway_pb2
-from machiavelox.rules.state import ABANDON_MS, HOLD_MS, PAUSE_MS, STOP_MS, TIEBREAK_MS
+from machiavelox.rules import ABANDON_MS, HOLD_MS, PAUSE_MS, STOP_MS, TIEBREAK_MS
 
 from . import words
 from .cards import sorted_cards

@@ -26,11 +26,10 @@ from typing import Any
 import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import REASON_KEY, ServiceError, unavailable
 from machiavelox.platform.telemetry import inject_metadata
 from machiavelox.platform.tls import Connect
-
-from .auth import TokenVerifier, authenticate
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,9 @@ from collections.abc import Callable
 
 import grpc
 
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.platform.errors import ServiceError, resource_exhausted
 from machiavelox.platform.ratelimit import Rate, RateLimits
-
-from .auth import HmacTokens
 
 DEFAULT_LOGINS = Rate(per_s=10.0, burst=50)
 """Logins per source address: a local cluster's bots log in at once; a script cannot mint

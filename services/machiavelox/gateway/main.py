@@ -6,6 +6,7 @@ from __future__ import annotations
 import grpc
 
 from machiavelox._gen.v1 import gateway_pb2_grpc, matchmaking_pb2_grpc
+from machiavelox.identity.verifier import build_verifier
 from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
@@ -13,7 +14,6 @@ from machiavelox.platform.telemetry import UNTRACED_PREFIXES
 from machiavelox.platform.tls import InternalTls
 
 from .agora import AgoraRelay
-from .identity import build_verifier
 from .links import ShardLinks
 from .login import DevLogin
 from .metrics import GatewayMetrics

@@ -17,14 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from machiavelox._gen.v1 import common_pb2
-from machiavelox.platform.metrics import ACTION_BUCKETS
-
-ACCEPTED = "accepted"
-REFUSED = "refused"
-OUTCOMES = (ACCEPTED, REFUSED)
-# Every kind of action an app can send: the `kind` oneof of `Action`.
-ACTION_KINDS: tuple[str, ...] = tuple(
-    f.name for f in common_pb2.Action.DESCRIPTOR.oneofs_by_name["kind"].fields)
+from machiavelox.platform.metrics import ACTION_BUCKETS, ACTION_KINDS, OUTCOMES
 
 
 def action_kind(action: common_pb2.Action) -> str:

@@ -21,9 +21,10 @@ from opentelemetry.trace import Span, SpanKind
 
 from machiavelox._gen.v1 import common_pb2, gateway_pb2
 from machiavelox.platform.errors import shown
+from machiavelox.platform.metrics import ACCEPTED, REFUSED
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry, traceparent
 
-from .metrics import ACCEPTED, REFUSED, GatewayMetrics, action_kind
+from .metrics import GatewayMetrics, action_kind
 
 
 @dataclass(slots=True)

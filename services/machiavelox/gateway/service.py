@@ -15,9 +15,9 @@ from typing import Any
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
+from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import ServiceError, invalid_argument, resource_exhausted
 
-from .auth import TokenVerifier, authenticate
 from .links import ShardLink, ShardLinks
 from .login import DevLogin
 from .observe import GatewayObserver

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from machiavelox.identity.verifier import IdentitySettings
 from machiavelox.platform.ratelimit import Rate
 from machiavelox.platform.settings import (
     SettingsError,
@@ -19,7 +20,6 @@ from machiavelox.platform.settings import (
     env_str,
 )
 
-from .identity import IdentitySettings
 from .login import DEFAULT_LOGINS
 from .pace import DEFAULT_ACTIONS, DEFAULT_MESSAGES, DEFAULT_RESYNCS, PaceSettings
 from .session import SessionLimits

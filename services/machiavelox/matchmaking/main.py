@@ -14,7 +14,7 @@ from collections.abc import Callable
 import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2_grpc
-from machiavelox.gateway.identity import build_verifier
+from machiavelox.identity.verifier import build_verifier
 from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from machiavelox import rules
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
-from machiavelox.gateway.auth import TokenVerifier, authenticate
+from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import (
     failed_precondition,
     invalid_argument,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from machiavelox.gateway.identity import IdentitySettings
+from machiavelox.identity.verifier import IdentitySettings
 from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import (
     SettingsError,
@@ -32,7 +32,7 @@ class MatchmakingSettings:
     host: str  # MACHIAVELOX_MATCHMAKING_HOST
     port: int  # MACHIAVELOX_MATCHMAKING_PORT
     # MACHIAVELOX_TOKEN_MODE, MACHIAVELOX_TOKEN_KEY (the gateway's, a Secret), MACHIAVELOX_OIDC_*:
-    # the tokens accepted, the same settings as the gateway's (gateway/identity.py)
+    # the tokens accepted, the same settings as the gateway's (identity/verifier.py)
     identity: IdentitySettings
     shards: dict[str, str]  # MACHIAVELOX_MATCHMAKING_SHARDS: shard-0=host:port,...
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = no ratings, seats freed only by a restart)

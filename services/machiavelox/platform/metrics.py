@@ -33,8 +33,18 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
+from machiavelox._gen.v1 import common_pb2
+
 from .instrument import End, ObservingInterceptor, RpcMethod
 from .settings import env_port, env_str
+
+# The outcome labels of an action's metrics (the gateway's and the shard's), and every kind
+# of action an app can send: the `kind` oneof of `Action`.
+ACCEPTED = "accepted"
+REFUSED = "refused"
+OUTCOMES = (ACCEPTED, REFUSED)
+ACTION_KINDS: tuple[str, ...] = tuple(
+    f.name for f in common_pb2.Action.DESCRIPTOR.oneofs_by_name["kind"].fields)
 
 log = logging.getLogger(__name__)
 

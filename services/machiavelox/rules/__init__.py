@@ -24,7 +24,7 @@ from .actions import (
     Take,
     Undeclare,
 )
-from .cards import ALL_CARDS, Card, Suit, card, card_at, copies_of, parse_face
+from .cards import ALL_CARDS, RANK_NAMES, Card, Suit, card, card_at, copies_of, parse_face
 from .deal import Deal, shuffled_deal
 from .errors import (
     ConflictError,
@@ -32,19 +32,40 @@ from .errors import (
     InvalidActionError,
     NotImplementedRuleError,
     RulesError,
+    conflict,
+    illegal,
+    invalid,
 )
-from .events import Event
+from .events import Event, EventKind
 from .match import Match, MatchKind, MatchResult
-from .melds import MeldKind, classify, is_regular
-from .scoring import SmazzataResult
+from .melds import MeldKind, classify, display_order, is_regular
 from .seats import SEATS, Seat
-from .state import Phase, PlayerStatus
+from .state import (
+    ABANDON_MS,
+    CALATA_MS,
+    HOLD_MS,
+    INACTIVITY_MS,
+    PAUSE_MS,
+    STOP_MS,
+    TIEBREAK_MS,
+    Phase,
+    PlayerStatus,
+    SmazzataResult,
+)
 from .table import Table
 from .view import CardStatus, PlayerView, card_status, meld_status, view_for
 
 __all__ = [
+    "ABANDON_MS",
     "ALL_CARDS",
+    "CALATA_MS",
+    "HOLD_MS",
+    "INACTIVITY_MS",
+    "PAUSE_MS",
+    "RANK_NAMES",
     "SEATS",
+    "STOP_MS",
+    "TIEBREAK_MS",
     "Abandon",
     "Action",
     "Attach",
@@ -58,6 +79,7 @@ __all__ = [
     "Direct",
     "Draw",
     "Event",
+    "EventKind",
     "GiveUp",
     "IllegalActionError",
     "InvalidActionError",
@@ -88,7 +110,11 @@ __all__ = [
     "card_at",
     "card_status",
     "classify",
+    "conflict",
     "copies_of",
+    "display_order",
+    "illegal",
+    "invalid",
     "is_regular",
     "meld_status",
     "parse_face",

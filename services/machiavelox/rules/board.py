@@ -30,6 +30,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .cards import Card
 from .melds import MAX_RUN_BEFORE_SPLIT, split_long_run, split_on_removal
@@ -45,6 +46,14 @@ def extra_split_id(split_id: int, which: int) -> int:
     """The id of a further half (`which` 0: of the low half, 1: of the high half) when a split
     by `split_id` leaves a half longer than 10 (M3.3). Stable across replays, like every id."""
     return EXTRA_SPLIT_IDS + 2 * split_id + which
+
+
+class MeldIds(NamedTuple):
+    """The meld ids an op reserves when it is made (module doc, "Meld identity")."""
+
+    new: int  # a new meld (DIRECT, or a move to a new meld)
+    removal_split: int  # the high side of an interior removal from the source
+    long_split: int  # the high half of a run over 10 split (M3.3)
 
 
 class OpKind(enum.Enum):
@@ -69,8 +78,8 @@ class Op:
     cards: tuple[Card, ...]
     src_zone: Zone
     src_meld: int | None  # for MOVE: the meld the card left (its id on the live board)
-    dst: int  # the destination meld id (for DIRECT and new melds: ids[0])
-    ids: tuple[int, int, int]  # reserved: new meld, removal split, long-run split
+    dst: int  # the destination meld id (for DIRECT and new melds: ids.new)
+    ids: MeldIds
     at_ms: int
     prev: tuple[int | None, ...] = ()  # per card: the live op that last moved it (M5.5.1)
     # Meld ids this op touched on the live board: set when it is applied, refreshed when an
@@ -271,13 +280,13 @@ class Board:
             if put:
                 self.new_meld(op.dst, op.cards)
                 touched.append(op.dst)
-                touched += self._split_if_long(op.dst, op.ids[2])
+                touched += self._split_if_long(op.dst, op.ids.long_split)
         else:
             card = op.cards[0]
             if op.kind is OpKind.MOVE and take:
-                touched += self.remove(card, op.ids[1])
+                touched += self.remove(card, op.ids.removal_split)
             if put:
-                touched += self.add(card, op.dst, op.ids[2])
+                touched += self.add(card, op.dst, op.ids.long_split)
         for c in op.cards:
             self.last_op[c] = op.seq
         self.applied.add(op.seq)

@@ -29,7 +29,7 @@ from .melds import is_regular
 from .state import Calata, CalataStatus
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
 
 @dataclass
@@ -40,7 +40,7 @@ class UndoPlan:
     touched: dict[int, tuple[int, ...]]  # survivor seq -> the meld ids it touches on `board`
 
 
-def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoPlan:
+def plan_undo(table: TableState, first: set[int], concluding: Calata | None) -> UndoPlan:
     live = table.live_ops()
     by_seq = {op.seq: op for op in live}
     rev = dependents(table, live)
@@ -63,7 +63,7 @@ def plan_undo(table: Table, first: set[int], concluding: Calata | None) -> UndoP
             return UndoPlan(fallen, board, survivors, touched)
 
 
-def _close(table: Table, by_seq: dict[int, Op], rev: dict[int, list[int]], fallen: set[int],
+def _close(table: TableState, by_seq: dict[int, Op], rev: dict[int, list[int]], fallen: set[int],
            pending: set[int], concluding: Calata | None) -> None:
     while pending:
         seq = pending.pop()
@@ -78,7 +78,7 @@ def _close(table: Table, by_seq: dict[int, Op], rev: dict[int, list[int]], falle
         pending.update(d for d in rev.get(seq, ()) if d not in fallen)
 
 
-def _concluding_rest(table: Table, cal: Calata, board: Board, survivors: list[Op]) -> set[int]:
+def _concluding_rest(table: TableState, cal: Calata, board: Board, survivors: list[Op]) -> set[int]:
     own = [op for op in survivors if op.calata == cal.id]
     if not own:
         return set()
@@ -90,7 +90,7 @@ def _concluding_rest(table: Table, cal: Calata, board: Board, survivors: list[Op
     return set()
 
 
-def _wounds(table: Table, board: Board, survivors: list[Op]) -> set[int]:
+def _wounds(table: TableState, board: Board, survivors: list[Op]) -> set[int]:
     """M5.5.4: a meld left irregular that only settled work rests on."""
     trial: list[Op] = []
     settled: list[Op] = []

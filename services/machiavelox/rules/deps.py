@@ -11,20 +11,20 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .board import Op
-from .state import CalataStatus
+from .state import Calata, CalataStatus
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
 
-def needs_of(table: Table, op: Op) -> frozenset[int]:
+def needs_of(table: TableState, op: Op) -> frozenset[int]:
     cal = table.calate[op.calata]
     if cal.status is CalataStatus.OPEN:
         return cal.needs.get(op.seq, op.needs)
     return op.needs
 
 
-def dependents(table: Table, live: Sequence[Op],
+def dependents(table: TableState, live: Sequence[Op],
                ignore_needs_of: set[int] | frozenset[int] = frozenset()) -> dict[int, list[int]]:
     """seq -> the live ops that depend on it directly. `ignore_needs_of`: ops whose needs are
     being recomputed (a calata under judgement) and so must not count."""
@@ -49,3 +49,25 @@ def closure(rev: dict[int, list[int]], start: Iterable[int]) -> set[int]:
                 out.add(nxt)
                 stack.append(nxt)
     return out
+
+
+def dependency_group(table: TableState, cal: Calata) -> list[Calata]:
+    """`cal` and the not yet definitive calate it depends on (through needed ops and moved
+    cards), transitively: they consolidate together (M5.5.8)."""
+    seen = {cal.id}
+    stack = [cal]
+    while stack:
+        current = stack.pop()
+        for seq in current.ops:
+            op = table.ops[seq]
+            needs = current.needs.get(seq, op.needs) if current.status is \
+                CalataStatus.OPEN else op.needs
+            for dep in (*needs, *(p for p in op.prev if p is not None)):
+                dop = table.ops.get(dep)
+                if dop is None or dop.calata in seen:
+                    continue
+                other = table.calate[dop.calata]
+                if other.status in (CalataStatus.OPEN, CalataStatus.CONFIRMED):
+                    seen.add(other.id)
+                    stack.append(other)
+    return [table.calate[i] for i in sorted(seen)]

@@ -1,5 +1,9 @@
-"""How a smazzata ends, and the clocks that end it: closing (M8), eliminations and survivors
-(M9.8), inactivity and forced draws (M7), final silence and tiebreak (M10), absence (M11)."""
+"""How a smazzata ends, and the clocks that end it: what follows a conclusion (closing M8,
+the tiebreak won M10.2, forced draws M7.4), eliminations and survivors (M9.8), the end of a
+freeze (M9.6, M11.7), inactivity (M7), final silence and tiebreak (M10), absence (M11).
+
+The end-of-game policy over the calata mechanism (`lifecycle`): a calata concludes through
+`conclude` / `annulla` here, which act on the `Conclusion` lifecycle returns."""
 
 from __future__ import annotations
 
@@ -7,40 +11,97 @@ from typing import TYPE_CHECKING
 
 from . import actions as A
 from . import lifecycle as L
-from .events import Event
+from .events import Event, EventKind
 from .scoring import score_draw, score_win
 from .seats import Seat
-from .state import ABANDON_MS, INACTIVITY_MS, TIEBREAK_MS, Phase, PlayerStatus
+from .state import (
+    ABANDON_MS,
+    CALATA_MS,
+    INACTIVITY_MS,
+    TIEBREAK_MS,
+    Calata,
+    CalataStatus,
+    Phase,
+    PlayerStatus,
+)
 
 if TYPE_CHECKING:
     from .state import PlayerState
-    from .table import Table
+    from .tablestate import TableState
+
+
+# -- conclusions -------------------------------------------------------------------------
+def conclude(t: TableState, cal: Calata, reason: str, whole: bool = False) -> list[Event]:
+    """Conclude `cal` (M5.4; `whole`: the stopper's, M9.7) and act on what it did."""
+    return after_conclusion(t, L.conclude(t, cal, reason, whole))
+
+
+def annulla(t: TableState, cal: Calata) -> list[Event]:
+    """ANNULLA (M5.5.6), and what follows it."""
+    return after_conclusion(t, L.annulla(t, cal))
+
+
+def after_conclusion(t: TableState, done: L.Conclusion) -> list[Event]:
+    """A conclusion's events, then what it means for the smazzata."""
+    out = list(done.events)
+    cal, confirmed = done.calata, done.confirmed
+    ps = t.players[cal.player]
+    if confirmed and any(t.ops[s].own_cards for s in cal.ops):
+        t.inactivity_ms = t.now_ms + INACTIVITY_MS  # M7.2
+        if t.inactivity_left_ms is not None:
+            t.inactivity_left_ms = INACTIVITY_MS
+    if t.phase is Phase.TIEBREAK and confirmed and any(t.ops[s].from_common for s in cal.ops):
+        return out + tiebreak_won(t, ps.seat)  # M10.2
+    if confirmed and not ps.hand and not ps.pozzetto and t.phase is not Phase.TIEBREAK:
+        if cal.is_stop and not t.table_in_order():
+            return out + eliminate(t, [ps], "a closing that leaves wounds (M9.4)")
+        return out + closing(t, ps)  # M8.1: the closing is the confirmation itself
+    return out + deliver_forced_draws(t, ps)
 
 
 # -- closing and eliminations --------------------------------------------------------------
-def closing(t: Table, ps: PlayerState) -> list[Event]:
+def closing(t: TableState, ps: PlayerState) -> list[Event]:
     """M8: the hand (pozzetto included) is empty at a confirmed calata."""
     if ps.drawn and ps.has_direct_meld:
-        return [Event("closed", t.now_ms, ps.seat), *end_with_winner(t, ps.seat, "closing")]
+        return [Event(EventKind.CLOSED, t.now_ms, ps.seat), *end_with_winner(t, ps.seat, "closing")]
     return eliminate(t, [ps], "invalid closing (M8.4)")
 
 
-def eliminate(t: Table, players: list[PlayerState], why: str,
+def eliminate(t: TableState, players: list[PlayerState], why: str,
               status: PlayerStatus = PlayerStatus.ELIMINATED) -> list[Event]:
     """Take players out of the smazzata (M8.4, M9.6, M11.2) and apply the survivor rule."""
-    from . import freeze
-
     out: list[Event] = []
-    kind = "abandoned" if status is PlayerStatus.ABANDONED else "eliminated"
+    kind = EventKind.ABANDONED if status is PlayerStatus.ABANDONED else EventKind.ELIMINATED
     for ps in players:
         ps.status = status
         out.append(Event(kind, t.now_ms, ps.seat, detail=why))
     if t.phase is Phase.FROZEN and t.stopper in {ps.seat for ps in players}:
-        out += freeze.end_freeze(t)  # M11.7: the freeze ends with the stopper's exit
+        out += end_freeze(t)  # M11.7: the freeze ends with the stopper's exit
     return out + survivors(t)
 
 
-def survivors(t: Table) -> list[Event]:
+def end_freeze(t: TableState) -> list[Event]:
+    """Play resumes: clocks restart where they stopped, suspended calate with a full 40 s
+    (M9.6), frozen players' absence from zero (M11.5)."""
+    t.phase = Phase.PLAYING
+    for s in t.frozen:
+        cal = t.open_calata(s)
+        if cal is not None:
+            cal.deadline_ms = t.now_ms + CALATA_MS
+            cal.suspended_left_ms = None
+    for cal in [t.calate[c] for c in t.unsettled]:
+        if cal.status is CalataStatus.CONFIRMED and cal.consolidate_left_ms is not None:
+            cal.consolidate_ms = t.now_ms + cal.consolidate_left_ms
+            cal.consolidate_left_ms = None
+    if t.inactivity_left_ms is not None:
+        t.inactivity_ms = t.now_ms + t.inactivity_left_ms
+        t.inactivity_left_ms = None
+    restart_absence(t, list(t.frozen))
+    frozen, t.frozen, t.stopper, t.stop_deadline_ms = t.frozen, (), None, None
+    return [Event(EventKind.RESUMED, t.now_ms, detail=" ".join(str(s) for s in frozen))]
+
+
+def survivors(t: TableState) -> list[Event]:
     """M9.8, M11.3: one player left wins; nobody left, nobody wins."""
     if t.phase is Phase.ENDED:
         return []
@@ -59,25 +120,25 @@ def survivors(t: Table) -> list[Event]:
     return []
 
 
-def end_with_winner(t: Table, winner: Seat, ending: str) -> list[Event]:
+def end_with_winner(t: TableState, winner: Seat, ending: str) -> list[Event]:
     t.phase = Phase.ENDED
     t.result = score_win(t, winner, ending)
-    return [Event("ended", t.now_ms, winner, detail=t.result.summary())]
+    return [Event(EventKind.ENDED, t.now_ms, winner, detail=t.result.summary())]
 
 
-def end_nobody(t: Table) -> list[Event]:
+def end_nobody(t: TableState) -> list[Event]:
     t.phase = Phase.ENDED
     t.result = score_win(t, None, "everyone-gone")
-    return [Event("ended", t.now_ms, None, detail=t.result.summary())]
+    return [Event(EventKind.ENDED, t.now_ms, None, detail=t.result.summary())]
 
 
 # -- inactivity (M7) -----------------------------------------------------------------------
-def inactivity(t: Table) -> list[Event]:
+def inactivity(t: TableState) -> list[Event]:
     """M7.3: nobody drew or put own cards down for 2 minutes."""
     active = [p for p in t.players if p.in_play]
     if not any(p.tallone for p in active):
         return final_silence(t)
-    out = [Event("forced-draw", t.now_ms)]
+    out = [Event(EventKind.FORCED_DRAW, t.now_ms)]
     for ps in active:
         if not ps.tallone:
             continue
@@ -89,14 +150,15 @@ def inactivity(t: Table) -> list[Event]:
     return out
 
 
-def _draw_one(t: Table, ps: PlayerState) -> Event:
+def _draw_one(t: TableState, ps: PlayerState) -> Event:
     card = ps.tallone.pop()
     ps.hand.add(card)
     ps.drawn = True
-    return Event("drew", t.now_ms, ps.seat, cards=(card,), secret_to=ps.seat, detail="forced")
+    return Event(EventKind.DREW, t.now_ms, ps.seat, cards=(card,), secret_to=ps.seat,
+                 detail="forced")
 
 
-def deliver_forced_draws(t: Table, ps: PlayerState) -> list[Event]:
+def deliver_forced_draws(t: TableState, ps: PlayerState) -> list[Event]:
     """M7.4: a forced draw that found a pozzetto calata in progress arrives at its end."""
     out: list[Event] = []
     while ps.pending_draws and ps.tallone and not ps.pozzetto:
@@ -108,26 +170,26 @@ def deliver_forced_draws(t: Table, ps: PlayerState) -> list[Event]:
 
 
 # -- final silence and tiebreak (M10) ------------------------------------------------------
-def final_silence(t: Table) -> list[Event]:
+def final_silence(t: TableState) -> list[Event]:
     """M10.1: all talloni empty and 2 minutes without a calata: fewest cards in hand wins.
 
     Decision: calate still open at that instant are concluded first by the normal criterion."""
     out: list[Event] = []
     for cal in sorted((c for c in t.open_calate()), key=lambda c: c.started_ms):
-        out += L.conclude(t, cal, "final silence")
+        out += conclude(t, cal, "final silence")
         if t.phase is Phase.ENDED:
             return out
     active = [p for p in t.players if p.in_play]
     counts = {p.seat: len(p.hand) + len(p.pozzetto) for p in active}
     fewest = min(counts.values())
     tied = [s for s, n in counts.items() if n == fewest]
-    out.append(Event("silence", t.now_ms))
+    out.append(Event(EventKind.SILENCE, t.now_ms))
     if len(tied) == 1:
         return out + end_with_winner(t, tied[0], "silence")
     return out + start_tiebreak(t, tied)
 
 
-def start_tiebreak(t: Table, tied: list[Seat]) -> list[Event]:
+def start_tiebreak(t: TableState, tied: list[Seat]) -> list[Event]:
     """M10.2: the tied players uncover all their cards into one common pozzetto."""
     t.phase = Phase.TIEBREAK
     t.tiebreak_players = tuple(tied)
@@ -140,32 +202,32 @@ def start_tiebreak(t: Table, tied: list[Seat]) -> list[Event]:
         ps.hand.clear()
         ps.pozzetto.clear()
     pause_absence(t, [s for s in (Seat.P1, Seat.P2, Seat.P3) if s not in tied])  # M11.5
-    return [Event("tiebreak", t.now_ms, cards=L.sorted_cards(tuple(t.common)),
+    return [Event(EventKind.TIEBREAK, t.now_ms, cards=L.sorted_cards(tuple(t.common)),
                   detail=" ".join(str(s) for s in tied))]
 
 
-def tiebreak_won(t: Table, winner: Seat) -> list[Event]:
+def tiebreak_won(t: TableState, winner: Seat) -> list[Event]:
     return end_with_winner(t, winner, "tiebreak")
 
 
-def tiebreak_timeout(t: Table) -> list[Event]:
+def tiebreak_timeout(t: TableState) -> list[Event]:
     """M10.3: nobody placed a common card within 2 minutes: a draw (patta).
 
     Decision: open calate of the tied players are concluded first, in the order they started;
     the first confirmed with a common card on the table wins."""
     out: list[Event] = []
     for cal in sorted(t.open_calate(), key=lambda c: c.started_ms):
-        out += L.conclude(t, cal, "tiebreak over")
+        out += conclude(t, cal, "tiebreak over")
         if t.phase is Phase.ENDED:
             return out
     tied = tuple(s for s in t.tiebreak_players if t.players[s].in_play)
     t.phase = Phase.ENDED
     t.result = score_draw(t, tied)
-    return [*out, Event("ended", t.now_ms, None, detail=t.result.summary())]
+    return [*out, Event(EventKind.ENDED, t.now_ms, None, detail=t.result.summary())]
 
 
 # -- absence (M11) -------------------------------------------------------------------------
-def absence_may_run(t: Table, ps: PlayerState) -> bool:
+def absence_may_run(t: TableState, ps: PlayerState) -> bool:
     """M11.5: the 90 s do not run for frozen players nor for those out of a tiebreak."""
     if not ps.in_play:
         return False
@@ -174,12 +236,12 @@ def absence_may_run(t: Table, ps: PlayerState) -> bool:
     return not (t.phase is Phase.TIEBREAK and ps.seat not in t.tiebreak_players)
 
 
-def pause_absence(t: Table, seats: list[Seat]) -> None:
+def pause_absence(t: TableState, seats: list[Seat]) -> None:
     for s in seats:
         t.players[s].absence_since_ms = None
 
 
-def restart_absence(t: Table, seats: list[Seat]) -> None:
+def restart_absence(t: TableState, seats: list[Seat]) -> None:
     """When a freeze ends, the frozen players' absence counts from zero (M11.5)."""
     for s in seats:
         ps = t.players[s]
@@ -187,48 +249,44 @@ def restart_absence(t: Table, seats: list[Seat]) -> None:
             ps.absence_since_ms = t.now_ms
 
 
-def sign_of_life(t: Table, ps: PlayerState) -> None:
+def sign_of_life(t: TableState, ps: PlayerState) -> None:
     """Any action is a sign of life (M11.1 decision): a silent player's count restarts."""
     ps.last_sign_ms = t.now_ms
     if ps.silent and not ps.unknown and absence_may_run(t, ps):
         ps.absence_since_ms = t.now_ms
 
 
-def abandonment_due(t: Table) -> list[Event]:
+def abandonment_due(t: TableState) -> list[Event]:
     """M11.2-M11.3: every abandonment maturing now is evaluated together."""
     due = [ps for ps in t.players if ps.in_play and ps.absence_since_ms is not None
            and ps.absence_since_ms + ABANDON_MS <= t.now_ms]
     return abandon(t, due, "90 s without a sign of life (M11.2)")
 
 
-def abandon(t: Table, players: list[PlayerState], why: str) -> list[Event]:
+def abandon(t: TableState, players: list[PlayerState], why: str) -> list[Event]:
     """M11.4: an open calata concludes by the normal criterion, the held card is released."""
-    from . import freeze
-
     out: list[Event] = []
     for ps in players:
         ps.absence_since_ms = None
         cal = t.open_calata(ps.seat)
         if cal is not None:
-            if cal.is_stop and t.phase is Phase.FROZEN:
-                out += freeze.conclude_stop_calata(t, cal, "abandoned")
-            else:
-                out += L.conclude(t, cal, "abandoned")
+            out += conclude(t, cal, "abandoned",
+                            whole=cal.is_stop and t.phase is Phase.FROZEN)  # (M9.7)
         if ps.hold is not None:
-            out.append(L.release_hold(t, ps, "released"))
+            out.append(L.release_hold(t, ps, EventKind.RELEASED))
         out += L.return_pozzetto(t, ps)
     if t.phase is Phase.ENDED:
         return out
     return out + eliminate(t, players, why, PlayerStatus.ABANDONED)
 
 
-def abandon_action(t: Table, a: A.Abandon) -> list[Event]:
+def abandon_action(t: TableState, a: A.Abandon) -> list[Event]:
     """ABBANDONA (M11.6): the same outcome at once (the app asks for confirmation)."""
     ps = t.actor(a.player)
     return abandon(t, [ps], "ABBANDONA (M11.6)")
 
 
-def liveness(t: Table, a: A.Liveness) -> list[Event]:
+def liveness(t: TableState, a: A.Liveness) -> list[Event]:
     """Presence input (M11.1): accepted in every phase from every seat; no events.
     Unknown (docs/rules-decisions.md, "Absence our servers cannot see"): the absence count
     stops; the silence known after it counts from then, never backdated."""

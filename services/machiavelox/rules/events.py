@@ -6,10 +6,50 @@ and `for_viewer()` gives everyone else a copy without the cards (P5).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, replace
 
 from .cards import Card
 from .seats import Seat
+
+
+class EventKind(enum.StrEnum):
+    """What an event says happened: its value is the word of the scenario format and of the
+    wire's `Event.kind` string (the wire's `EventKind` enum carries the same, codec.py)."""
+
+    DREW = "drew"
+    DECLARED = "declared"
+    UNDECLARED = "undeclared"
+    DIRECT = "direct"
+    ATTACHED = "attached"
+    PLACED = "placed"
+    TOOK = "took"
+    MOVED = "moved"
+    RELEASED = "released"
+    HOLD_EXPIRED = "hold-expired"
+    CALATA_OPENED = "calata-opened"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+    VOID = "void"
+    CANCELLED = "cancelled"
+    CHAIN = "chain"
+    CONSOLIDATED = "consolidated"
+    RESERVED = "reserved"
+    FORCED_DRAW = "forced-draw"
+    STOP = "stop"
+    RESUMED = "resumed"
+    ELIMINATED = "eliminated"
+    ABANDONED = "abandoned"
+    CLOSED = "closed"
+    SILENCE = "silence"
+    TIEBREAK = "tiebreak"
+    ENDED = "ended"
+    SMAZZATA = "smazzata"
+    PAUSE = "pause"
+    READY = "ready"
+    LEFT = "left"
+    MATCH_ENDED = "match-ended"
+    INTERRUPTED = "interrupted"  # (made by the shard: no shard served the table for a while)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -17,7 +57,7 @@ class Event:
     """A value: never changed once made (`for_viewer` copies). Not a frozen dataclass only
     because a frozen one's construction costs microseconds on the path of every action."""
 
-    kind: str
+    kind: EventKind
     at_ms: int
     player: Seat | None = None
     by: Seat | None = None  # the cause, for `chain`
@@ -30,7 +70,7 @@ class Event:
 
     def words(self) -> list[str]:
         """The scenario-format rendering: kind, then its arguments (``chain p2 by p1``)."""
-        out = [self.kind]
+        out: list[str] = [self.kind]
         if self.player is not None:
             out.append(str(self.player))
         if self.by is not None:

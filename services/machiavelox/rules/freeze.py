@@ -1,4 +1,5 @@
-"""Stop! (M9): the freeze, the stopper's dominion, and how the freeze ends.
+"""Stop! (M9): the actions of the freeze (saying it, giving it up) and its 3 minutes; how it
+ends is `endings.end_freeze`.
 
 During the freeze the stopper's calata has no 40 s limit and may rearrange without placing
 (M5.3.7 exception); it may touch any table card without a declaration and regardless of holds
@@ -15,14 +16,14 @@ from . import actions as A
 from . import endings
 from . import lifecycle as L
 from .errors import illegal
-from .events import Event
-from .state import CALATA_MS, STOP_MS, Calata, CalataStatus, Phase
+from .events import Event, EventKind
+from .state import STOP_MS, CalataStatus, Phase
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
 
-def stop(t: Table, a: A.Stop) -> list[Event]:
+def stop(t: TableState, a: A.Stop) -> list[Event]:
     ps = t.actor(a.player)
     if t.phase is Phase.TIEBREAK:
         raise illegal("stop/tiebreak", "there is no Stop! during a tiebreak (M10.2)")
@@ -33,11 +34,11 @@ def stop(t: Table, a: A.Stop) -> list[Event]:
     t.stopper = ps.seat
     t.stop_deadline_ms = t.now_ms + STOP_MS
     t.frozen = tuple(p.seat for p in t.players if p.in_play and p.seat != ps.seat)
-    out = [Event("stop", t.now_ms, ps.seat)]
+    out = [Event(EventKind.STOP, t.now_ms, ps.seat)]
     for s in t.frozen:  # M9.2, M9.4
         other = t.players[s]
         if other.hold is not None:
-            out.append(L.release_hold(t, other, "released"))
+            out.append(L.release_hold(t, other, EventKind.RELEASED))
         cal = t.open_calata(s)
         if cal is not None and cal.deadline_ms is not None:
             cal.suspended_left_ms = max(0, cal.deadline_ms - t.now_ms)
@@ -55,18 +56,18 @@ def stop(t: Table, a: A.Stop) -> list[Event]:
     return out
 
 
-def giveup(t: Table, a: A.GiveUp) -> list[Event]:
+def giveup(t: TableState, a: A.GiveUp) -> list[Event]:
     ps = t.actor(a.player)
     if t.phase is not Phase.FROZEN or t.stopper != ps.seat:
         raise illegal("stop/not-stopper", "only the player who said Stop! can give it up (M9.6)")
     return fail_stop(t, "gave up the Stop! (M9.6)")
 
 
-def timeout(t: Table) -> list[Event]:
+def timeout(t: TableState) -> list[Event]:
     return fail_stop(t, "no closing within the 3 minutes of Stop! (M9.6)")
 
 
-def fail_stop(t: Table, why: str) -> list[Event]:
+def fail_stop(t: TableState, why: str) -> list[Event]:
     """M9.6-M9.7: the stopper is eliminated; their open work is judged normally and, if it is
     not regular, undone whole, so the table is as it was when Stop! was said."""
     assert t.stopper is not None
@@ -74,32 +75,7 @@ def fail_stop(t: Table, why: str) -> list[Event]:
     out: list[Event] = []
     cal = t.open_calata(stopper.seat)
     if cal is not None:
-        out += conclude_stop_calata(t, cal, "failed Stop!")
+        out += endings.conclude(t, cal, "failed Stop!", whole=True)  # M9.7
         if t.phase is not Phase.FROZEN or not stopper.in_play:
             return out  # it closed after all, or was already eliminated by its closing
     return out + endings.eliminate(t, [stopper], why)
-
-
-def conclude_stop_calata(t: Table, cal: Calata, reason: str) -> list[Event]:
-    return L.conclude(t, cal, reason, whole=True)
-
-
-def end_freeze(t: Table) -> list[Event]:
-    """Play resumes: clocks restart where they stopped, suspended calate with a full 40 s
-    (M9.6), frozen players' absence from zero (M11.5)."""
-    t.phase = Phase.PLAYING
-    for s in t.frozen:
-        cal = t.open_calata(s)
-        if cal is not None:
-            cal.deadline_ms = t.now_ms + CALATA_MS
-            cal.suspended_left_ms = None
-    for cal in [t.calate[c] for c in t.unsettled]:
-        if cal.status is CalataStatus.CONFIRMED and cal.consolidate_left_ms is not None:
-            cal.consolidate_ms = t.now_ms + cal.consolidate_left_ms
-            cal.consolidate_left_ms = None
-    if t.inactivity_left_ms is not None:
-        t.inactivity_ms = t.now_ms + t.inactivity_left_ms
-        t.inactivity_left_ms = None
-    endings.restart_absence(t, list(t.frozen))
-    frozen, t.frozen, t.stopper, t.stop_deadline_ms = t.frozen, (), None, None
-    return [Event("resumed", t.now_ms, detail=" ".join(str(s) for s in frozen))]

@@ -22,6 +22,7 @@ the consolidated board by everything they depend on (`_Context.signature`).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,7 +35,15 @@ from .melds import is_regular
 from .state import Calata, CalataStatus
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
+
+
+class Verdict(enum.Enum):
+    """A meld judged without some ops (`_Context.regular_without`)."""
+
+    REGULAR = "regular"
+    IRREGULAR = "irregular"
+    CANNOT_STAND = "cannot-stand"  # an own op could not stand without them: not a way
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ class Judgement:
 EMPTY = Judgement(frozenset(), frozenset(), {}, frozenset())
 
 
-def judge(table: Table, cal: Calata, board: Board | None = None,
+def judge(table: TableState, cal: Calata, board: Board | None = None,
           live: Sequence[Op] | None = None) -> Judgement:
     """Judge `cal` on `board` (default: the live table) whose live ops are `live`."""
     if board is None:
@@ -130,7 +139,7 @@ class _Context:
     """What one judgement shares across its melds: the reverse dependency graph, the ops that
     work on each lineage, and the replays already made (by lineage and the ops left out)."""
 
-    def __init__(self, table: Table, board: Board, own: list[Op], live: Sequence[Op]) -> None:
+    def __init__(self, table: TableState, board: Board, own: list[Op], live: Sequence[Op]) -> None:
         self.table = table
         self.base = table.base
         self.last_op = board.last_op  # who last moved each card on the board judged
@@ -228,7 +237,7 @@ class _Context:
             m.key = self.signature(m)
             if m.key in memo:
                 out[mid] = memo[m.key]  # type: ignore[assignment]
-            elif self.regular_without(set(m.free), mid, cards) is True:
+            elif self.regular_without(set(m.free), mid, cards) is Verdict.REGULAR:
                 m.chosen = frozenset()
                 out[mid] = memo[m.key] = self.settle(m)
             elif not m.free:
@@ -250,7 +259,7 @@ class _Context:
         excluded = set(m.free - m.chosen)
         needed = set(m.must | m.chosen)
         for f in sorted(m.settled):
-            if self.regular_without(excluded | {f}, m.id, m.cards) is not True:
+            if self.regular_without(excluded | {f}, m.id, m.cards) is not Verdict.REGULAR:
                 needed.add(f)
         return frozenset(needed)
 
@@ -350,25 +359,26 @@ class _Context:
         return [board.melds[h] for h in homes]
 
     def regular_without(self, excluded: set[int], mid: int,
-                        cards: list[Card] | None) -> bool | None:
+                        cards: list[Card] | None) -> Verdict:
         """Is meld `mid` (`cards` on the table, None if gone from it) regular when the ops in
         `excluded` never happened (and so neither did the ops that needed them: "what happens
-        to the meld if that card disappears", M5.5.2)? None if an own op could not stand
-        without them."""
+        to the meld if that card disappears", M5.5.2)? CANNOT_STAND if an own op could not
+        stand without them."""
         closed = frozenset(closure(self.rev, excluded))
         if closed & self.own_seqs:
-            return None
+            return Verdict.CANNOT_STAND
         root = self.root(mid)
         made = self.replay_root(root, closed)
         if made is None:
-            return None
+            return Verdict.CANNOT_STAND
         board, own_ids = made
         # The meld under its id there, wherever its cards are there, and the pieces of it that
         # the own ops touched there: without the ops left out a removal may cut a run
         # elsewhere (an interior card instead of an end one, leaving a lone card), and a half
         # may never be split off. Only the cards that are there as on the table (last moved by
         # the same op) are followed; those that ops left out had brought are not.
-        return all(is_regular(h) for h in self._homes(board, own_ids, root, mid, cards))
+        regular = all(is_regular(h) for h in self._homes(board, own_ids, root, mid, cards))
+        return Verdict.REGULAR if regular else Verdict.IRREGULAR
 
 
 MEMO_ENTRIES = 4096  # a cache: emptied when full, which changes no outcome

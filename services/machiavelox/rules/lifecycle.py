@@ -1,28 +1,43 @@
-"""The calata lifecycle (M5.0-M5.5): open, record ops, judge, conclude, give up, undo.
+"""The calata lifecycle (M5.0-M5.5): open, record ops, judge, conclude, give up, undo,
+consolidate.
 
-Free functions over a `Table`; the action handlers (`play.py`), the freeze (`freeze.py`) and the
-endings (`endings.py`) all conclude calate through here, so there is one conclusion procedure.
+Free functions over a `TableState`, the mechanism of the calata only: concluding returns a
+`Conclusion` (what happened) and the end-of-game policy acts on it (`endings.conclude`, through
+which the action handlers, the freeze and the timers conclude, so there is one conclusion
+procedure); nothing here decides how a smazzata ends.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import endings, pingpong  # (endings imports this module too: used in functions only)
+from . import pingpong
 from .board import Op, OpKind, Zone
 from .cards import Card
 from .chain import UndoPlan, plan_undo
-from .events import Event
+from .deps import dependency_group
+from .events import Event, EventKind
 from .judge import judge
 from .melds import is_regular
-from .state import CALATA_MS, CONSOLIDATION_MS, INACTIVITY_MS, Calata, CalataStatus, Phase
+from .state import CALATA_MS, CONSOLIDATION_MS, Calata, CalataStatus, Phase
 
 if TYPE_CHECKING:
     from .state import PlayerState
-    from .table import Table
+    from .tablestate import TableState
 
 
-def open_calata(t: Table, ps: PlayerState) -> list[Event]:
+@dataclass(frozen=True)
+class Conclusion:
+    """What concluding or cancelling a calata did: its events, and whether its work stands
+    (`confirmed`), for the end-of-game policy to act on (endings.after_conclusion)."""
+
+    events: list[Event]
+    calata: Calata
+    confirmed: bool
+
+
+def open_calata(t: TableState, ps: PlayerState) -> list[Event]:
     """Open a calata at the player's first move if none is open (M5.0.1 decision).
 
     During a freeze the stopper's calata has no 40 s limit (M9.3)."""
@@ -34,29 +49,29 @@ def open_calata(t: Table, ps: PlayerState) -> list[Event]:
     t.calate[cal.id] = cal
     t.unsettled.add(cal.id)
     ps.calata = cal.id
-    return [Event("calata-opened", t.now_ms, ps.seat)]
+    return [Event(EventKind.CALATA_OPENED, t.now_ms, ps.seat)]
 
 
-def calata_of(t: Table, ps: PlayerState) -> Calata:
+def calata_of(t: TableState, ps: PlayerState) -> Calata:
     cal = t.open_calata(ps.seat)
     assert cal is not None, "a move without a calata"
     return cal
 
 
-def record_op(t: Table, ps: PlayerState, kind: OpKind, cards: tuple[Card, ...], src_zone: Zone,
+def record_op(t: TableState, ps: PlayerState, kind: OpKind, cards: tuple[Card, ...], src_zone: Zone,
               src_meld: int | None, dst: int | None, from_common: bool = False) -> Op:
     """Make an op, apply it to the live board and append it to the calata and the live log."""
     cal = calata_of(t, ps)
     ids = t.reserve_meld_ids()
-    target = ids[0] if dst is None else dst
+    target = ids.new if dst is None else dst
     prev = tuple(t.board.last_op.get(c) for c in cards) if src_zone is Zone.TABLE else ()
     op = Op(t.next_op_seq(), ps.seat, cal.id, kind, cards, src_zone, src_meld, target, ids,
             t.now_ms, prev=prev, from_common=from_common)
     if src_meld is not None:
-        t.parents[ids[1]] = src_meld
-        t.creators[ids[1]] = op.seq
-    t.parents[ids[2]] = target
-    t.creators[ids[2]] = op.seq
+        t.parents[ids.removal_split] = src_meld
+        t.creators[ids.removal_split] = op.seq
+    t.parents[ids.long_split] = target
+    t.creators[ids.long_split] = op.seq
     op.touched = tuple(t.board.apply(op))
     t.ops[op.seq] = op
     t.live.append(op.seq)
@@ -64,45 +79,25 @@ def record_op(t: Table, ps: PlayerState, kind: OpKind, cards: tuple[Card, ...], 
     return op
 
 
-def after_move(t: Table, ps: PlayerState) -> list[Event]:
-    """Judge the calata on the state its move produced (M5.4.2), then maybe conclude it."""
-    rejudge(t, calata_of(t, ps))
-    return maybe_auto_conclude(t, ps)
-
-
-def rejudge(t: Table, cal: Calata) -> None:
+def rejudge(t: TableState, cal: Calata) -> None:
     verdict = judge(t, cal)
     cal.fail_ops = verdict.fail_ops
     cal.needs = verdict.needs
     cal.touched_now = verdict.touched
 
 
-def maybe_auto_conclude(t: Table, ps: PlayerState) -> list[Event]:
-    """Decision (M5.4): a calata concludes by itself when its work is in order.
-
-    The stopper's calata (M9.7 decision): all the stopper's work during the freeze is one
-    calata, judged once when the freeze ends, so it concludes by itself only as the closing:
-    no card left and the whole table in order (M9.4: nobody closes leaving wounds)."""
-    cal = t.open_calata(ps.seat)
-    if cal is None or ps.pozzetto or ps.hold is not None or cal.fail_ops:
-        return []
-    if cal.is_stop and t.phase is Phase.FROZEN and (ps.hand or not t.table_in_order()):
-        return []  # nothing of it is confirmed before the freeze ends
-    return conclude(t, cal, "auto")
-
-
-def return_pozzetto(t: Table, ps: PlayerState) -> list[Event]:
+def return_pozzetto(t: TableState, ps: PlayerState) -> list[Event]:
     """M5.3.6: unplaced pozzetto cards go back to the hand."""
     if not ps.pozzetto:
         return []
-    ev = Event("undeclared", t.now_ms, ps.seat, cards=sorted_cards(ps.pozzetto),
+    ev = Event(EventKind.UNDECLARED, t.now_ms, ps.seat, cards=sorted_cards(ps.pozzetto),
                detail="not placed")
     ps.hand.update(ps.pozzetto)
     ps.pozzetto.clear()
     return [ev]
 
 
-def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Event]:
+def conclude(t: TableState, cal: Calata, reason: str, whole: bool = False) -> Conclusion:
     """Conclude `cal` (M5.4): its judgement at the last move decides what falls (M5.4.5).
 
     `whole`: when anything is irregular, all of its work falls (the stopper's failed freeze,
@@ -110,15 +105,15 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
     ps = t.players[cal.player]
     out: list[Event] = []
     if ps.hold is not None:
-        out.append(release_hold(t, ps, "released"))
+        out.append(release_hold(t, ps, EventKind.RELEASED))
     out += return_pozzetto(t, ps)
     ps.calata = None
     pingpong.calata_ended(t, cal)
     if not cal.ops:
         cal.status = CalataStatus.FELL
         t.unsettled.discard(cal.id)
-        out.append(Event("void", t.now_ms, ps.seat, detail=reason))
-        return out + after_conclusion(t, ps, cal, confirmed=False)
+        out.append(Event(EventKind.VOID, t.now_ms, ps.seat, detail=reason))
+        return Conclusion(out, cal, confirmed=False)
     own_before = list(cal.ops)
     first = set(cal.fail_ops) & set(own_before)
     if whole and first:
@@ -146,14 +141,14 @@ def conclude(t: Table, cal: Calata, reason: str, whole: bool = False) -> list[Ev
     else:
         cal.status = CalataStatus.FELL
         t.unsettled.discard(cal.id)
-    kind = "failed" if fallen_own or not cal.ops else "confirmed"
+    kind = EventKind.FAILED if fallen_own or not cal.ops else EventKind.CONFIRMED
     out.append(Event(kind, t.now_ms, ps.seat, cards=tuple(fallen_own), detail=reason))
     if cal.ops:
         out += _settle_races(t, cal)
-    return out + after_conclusion(t, ps, cal, confirmed=bool(cal.ops))
+    return Conclusion(out, cal, confirmed=bool(cal.ops))
 
 
-def _settle_races(t: Table, cal: Calata) -> list[Event]:
+def _settle_races(t: TableState, cal: Calata) -> list[Event]:
     """Two calate confirmed for the same place (two 8♦ for one slot, two cards taken out of
     one set of four) leave a meld irregular although each was judged in order, the other's
     work being on trial (M5.4.3). The first to arrive keeps it: fastest wins (M6.4); the later
@@ -168,28 +163,12 @@ def _settle_races(t: Table, cal: Calata) -> list[Event]:
     return commit(t, plan, cause=cal, why=why, cause_reported=False)
 
 
-def after_conclusion(t: Table, ps: PlayerState, cal: Calata, confirmed: bool) -> list[Event]:
-    out: list[Event] = []
-    own_cards = confirmed and any(t.ops[s].own_cards for s in cal.ops)
-    if own_cards:
-        t.inactivity_ms = t.now_ms + INACTIVITY_MS  # M7.2
-        if t.inactivity_left_ms is not None:
-            t.inactivity_left_ms = INACTIVITY_MS
-    if t.phase is Phase.TIEBREAK and confirmed and any(t.ops[s].from_common for s in cal.ops):
-        return out + endings.tiebreak_won(t, ps.seat)  # M10.2
-    if confirmed and not ps.hand and not ps.pozzetto and t.phase is not Phase.TIEBREAK:
-        if cal.is_stop and not t.table_in_order():
-            return out + endings.eliminate(t, [ps], "a closing that leaves wounds (M9.4)")
-        return out + endings.closing(t, ps)  # M8.1: the closing is the confirmation itself
-    return out + endings.deliver_forced_draws(t, ps)
-
-
-def annulla(t: Table, cal: Calata) -> list[Event]:
+def annulla(t: TableState, cal: Calata) -> Conclusion:
     """ANNULLA (M5.5.6): all own work goes, regular or not; dependents follow (M5.5)."""
     ps = t.players[cal.player]
     out: list[Event] = []
     if ps.hold is not None:
-        out.append(release_hold(t, ps, "released"))
+        out.append(release_hold(t, ps, EventKind.RELEASED))
     ps.calata = None
     pingpong.calata_ended(t, cal)
     if cal.ops:
@@ -198,11 +177,11 @@ def annulla(t: Table, cal: Calata) -> list[Event]:
     out += return_pozzetto(t, ps)
     cal.status = CalataStatus.FELL
     t.unsettled.discard(cal.id)
-    out.append(Event("cancelled", t.now_ms, ps.seat))
-    return out + after_conclusion(t, ps, cal, confirmed=False)
+    out.append(Event(EventKind.CANCELLED, t.now_ms, ps.seat))
+    return Conclusion(out, cal, confirmed=False)
 
 
-def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
+def commit(t: TableState, plan: UndoPlan, cause: Calata, why: str = "",
            cause_reported: bool = True) -> list[Event]:
     """Make an undo plan the table: cards go back, calate lose what fell, events (M5.5.7-8)."""
     if not plan.fallen:
@@ -231,7 +210,7 @@ def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
     out: list[Event] = []
     for ps in t.players:
         if ps.hold is not None and t.board.where.get(ps.hold.card) != old_where.get(ps.hold.card):
-            out.append(release_hold(t, ps, "released"))
+            out.append(release_hold(t, ps, EventKind.RELEASED))
     for cid, ops in hit.items():
         cal = t.calate[cid]
         if cal is cause and cause_reported:
@@ -243,7 +222,7 @@ def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
             t.players[cal.player].direct_meld_calate.discard(cal.id)
         elif cal.status is CalataStatus.OPEN:
             pass  # judged again below, with every open calata
-        out.append(Event("chain", t.now_ms, cal.player, by=cause.player, cards=cards,
+        out.append(Event(EventKind.CHAIN, t.now_ms, cal.player, by=cause.player, cards=cards,
                          detail=why or f"undone because the calata of {cause.player} failed"))
     for other in list(t.open_calate()):  # the table changed under every open calata
         if other is not cause:
@@ -251,7 +230,7 @@ def commit(t: Table, plan: UndoPlan, cause: Calata, why: str = "",
     return out
 
 
-def release_hold(t: Table, ps: PlayerState, kind: str) -> Event:
+def release_hold(t: TableState, ps: PlayerState, kind: EventKind) -> Event:
     assert ps.hold is not None
     card = ps.hold.card
     ps.hold = None
@@ -260,3 +239,32 @@ def release_hold(t: Table, ps: PlayerState, kind: str) -> Event:
 
 def sorted_cards(cards: set[Card] | tuple[Card, ...]) -> tuple[Card, ...]:
     return tuple(sorted(cards, key=lambda c: (c.suit, c.rank, c.copy)))
+
+
+def consolidate(t: TableState, cal: Calata) -> list[Event]:
+    """M5.5.8: a confirmed calata becomes definitive once nothing it needs can still fall.
+
+    The calate it depends on (through needed ops and moved cards, transitively) become
+    definitive with it, all at once, when the last of them has been concluded for 40 s;
+    while one of them is still open, it waits."""
+    group = dependency_group(t, cal)
+    waiting = [c for c in group if c.status is CalataStatus.OPEN]
+    if waiting:
+        ends = [c.deadline_ms if c.deadline_ms is not None else t.now_ms for c in waiting]
+        cal.consolidate_ms = max(max(ends) + CONSOLIDATION_MS, t.now_ms + 1)
+        return []
+    due = max((c.concluded_ms or 0) + CONSOLIDATION_MS for c in group)
+    if due > t.now_ms:
+        cal.consolidate_ms = due
+        return []
+    out: list[Event] = []
+    for c in sorted(group, key=lambda c: (c.concluded_ms or 0, c.id)):
+        c.status = CalataStatus.CONSOLIDATED
+        t.unsettled.discard(c.id)
+        c.consolidate_ms = None
+        out.append(Event(EventKind.CONSOLIDATED, t.now_ms, c.player))
+    while t.live and t.calate[t.ops[t.live[0]].calata].status is \
+            CalataStatus.CONSOLIDATED:
+        op = t.ops.pop(t.live.pop(0))
+        t.base.apply(op)
+    return out

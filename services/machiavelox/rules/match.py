@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from . import actions as A
 from .deal import Deal
 from .errors import illegal
-from .events import Event
+from .events import Event, EventKind
 from .seats import SEATS, Seat
 from .state import ABANDON_MS, LONG_MATCH_TARGET, PAUSE_MS, Phase
 from .table import Table
@@ -152,7 +152,7 @@ class Match:
         self.paused = True
         self.pause_ends_ms = self.table.now_ms + PAUSE_MS
         self.ready = set()
-        out.append(Event("pause", self.table.now_ms, detail=self._standings()))
+        out.append(Event(EventKind.PAUSE, self.table.now_ms, detail=self._standings()))
         return out
 
     def _pause_action(self, action: A.Action) -> list[Event]:
@@ -161,13 +161,13 @@ class Match:
             return []
         if isinstance(action, A.Ready):
             self.ready.add(seat)
-            out = [Event("ready", self.now_ms, seat)]
+            out = [Event(EventKind.READY, self.now_ms, seat)]
             if self.paused and all(s in self.ready for s in SEATS if s not in self.out):
                 out += self._end_pause()  # M13.4: all three ready
             return out
         if isinstance(action, A.Leave):
             self.out.add(seat)
-            return [Event("left", self.now_ms, seat), *self._left()]
+            return [Event(EventKind.LEFT, self.now_ms, seat), *self._left()]
         raise illegal("match/paused", "the smazzata is over: this is the pause (M13.4)")
 
     def _end_pause(self) -> list[Event]:
@@ -178,7 +178,7 @@ class Match:
                 and self.now_ms - self.last_sign_ms[s] >= ABANDON_MS]
         if gone:
             self.out.update(gone)
-            return [*(Event("left", self.now_ms, s, detail="absent when the pause ended")
+            return [*(Event(EventKind.LEFT, self.now_ms, s, detail="absent when the pause ended")
                       for s in gone), *self._left()]
         self.waiting_for_deal = True
         if self._next_deal is not None:
@@ -194,7 +194,7 @@ class Match:
             if self.silent[s] or self.unknown[s]:  # so the smazzata replays from its own log)
                 self.table.apply(A.Liveness(s, False, unknown=self.unknown[s]), self.now_ms)
         self.smazzate.append(self.table)
-        return [Event("smazzata", self.now_ms, detail=f"number {len(self.smazzate)}")]
+        return [Event(EventKind.SMAZZATA, self.now_ms, detail=f"number {len(self.smazzate)}")]
 
     def _left(self) -> list[Event]:
         """M13.5: leaving ends the match at once; the leader among those left wins."""
@@ -213,7 +213,8 @@ class Match:
         self.result = MatchResult(winner, self._totals(), draw, reason)
         what = f"winner {winner}" if winner is not None else (
             "patta lunga " + " ".join(str(s) for s in draw) if draw else "no winner")
-        return [Event("match-ended", self.now_ms, winner, detail=f"{what}; {self._standings()}")]
+        return [Event(EventKind.MATCH_ENDED, self.now_ms, winner,
+                      detail=f"{what}; {self._standings()}")]
 
     def _presence(self, seat: Seat, alive: bool, unknown: bool) -> None:
         """M13.5 counts known silence only: unknown is not silent, and a silence known after

@@ -18,30 +18,21 @@ of them moved it, and the removal from that meld is judged as the reserved playe
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .cards import Card
 from .errors import conflict
-from .events import Event
-from .seats import Seat
-from .state import Calata, CalataStatus, Phase
+from .events import Event, EventKind
+from .state import Calata, CalataStatus, Episode, Phase
 
 if TYPE_CHECKING:
     from .state import PlayerState
-    from .table import Table
+    from .tablestate import TableState
 
 RETURNS_TO_RESERVE = 3
 
 
-@dataclass
-class Episode:
-    visits: dict[int, int] = field(default_factory=dict)
-    movers: set[Seat] = field(default_factory=set)
-    ops: list[int] = field(default_factory=list)  # the seqs of the moves of the card, in order
-
-
-def check_reserved(t: Table, ps: PlayerState, card: Card) -> None:
+def check_reserved(t: TableState, ps: PlayerState, card: Card) -> None:
     owner = t.reserved.get(card)
     if owner is None or owner == ps.seat:
         return
@@ -51,7 +42,7 @@ def check_reserved(t: Table, ps: PlayerState, card: Card) -> None:
                    "(M6.5)")
 
 
-def moved(t: Table, ps: PlayerState, op_seq: int, card: Card, src: int,
+def moved(t: TableState, ps: PlayerState, op_seq: int, card: Card, src: int,
           dst: int) -> tuple[list[Event], list[Calata]]:
     """Count a move of `card` (op `op_seq`); the events of a reservation it made, and the
     other players' calate whose work it changed (to be judged again)."""
@@ -66,12 +57,12 @@ def moved(t: Table, ps: PlayerState, op_seq: int, card: Card, src: int,
         return [], []
     first = min(open_movers, key=lambda c: (c.started_ms, c.player))
     t.reserved[card] = first.player
-    event = Event("reserved", t.now_ms, first.player, cards=(card,),
+    event = Event(EventKind.RESERVED, t.now_ms, first.player, cards=(card,),
                   detail="ping-pong: reserved to the calata that started first")
     return [event], _give_up(t, ep, first)
 
 
-def _give_up(t: Table, ep: Episode, owner: Calata) -> list[Calata]:
+def _give_up(t: TableState, ep: Episode, owner: Calata) -> list[Calata]:
     """M6.5 decision: the others' moves of the reserved card in the episode become the work
     of the reserved player's calata `owner`; the calate that lost them."""
     losers: dict[int, Calata] = {}
@@ -90,7 +81,7 @@ def _give_up(t: Table, ep: Episode, owner: Calata) -> list[Calata]:
     return list(losers.values())
 
 
-def calata_ended(t: Table, cal: Calata) -> None:
+def calata_ended(t: TableState, cal: Calata) -> None:
     for card in [c for c, owner in t.reserved.items() if owner == cal.player]:
         del t.reserved[card]
     for card in list(t.episodes):

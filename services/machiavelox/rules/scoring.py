@@ -2,51 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .seats import SEATS, Seat
-from .state import FULL_TALLONE_BONUS, PENALTY, WIN_POINTS, PlayerStatus
+from .state import FULL_TALLONE_BONUS, PENALTY, WIN_POINTS, PlayerStatus, SmazzataResult
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
 
-@dataclass(frozen=True)
-class SmazzataResult:
-    winner: Seat | None
-    scores: tuple[int, int, int]
-    ending: str  # closing | survivor | silence | tiebreak | draw | everyone-gone
-    draw: tuple[Seat, ...] = ()  # the tied players of a patta (M10.3)
-
-    @property
-    def closed(self) -> bool:
-        return self.ending == "closing"
-
-    def summary(self) -> str:
-        pts = ", ".join(f"{s} {self.scores[s]:+d}" for s in SEATS)
-        if self.draw:
-            who = "draw " + " ".join(str(s) for s in self.draw)
-        else:
-            who = f"winner {self.winner}" if self.winner is not None else "no winner"
-        return f"{self.ending}: {who}; {pts}"
-
-
-def cards_held(table: Table, seat: Seat) -> int:
+def cards_held(table: TableState, seat: Seat) -> int:
     """Hand plus pozzetto (M4.3), plus own cards left in a tiebreak's common pozzetto."""
     ps = table.players[seat]
     common = sum(1 for c in table.common if table.common_owner.get(c) == seat)
     return len(ps.hand) + len(ps.pozzetto) + common
 
 
-def _base_scores(table: Table) -> list[int]:
+def _base_scores(table: TableState) -> list[int]:
     """M12.4: eliminated and abandoned players -15; everyone else 0 until decided."""
     return [PENALTY if table.players[s].status in (PlayerStatus.ELIMINATED,
                                                    PlayerStatus.ABANDONED) else 0
             for s in SEATS]
 
 
-def score_win(table: Table, winner: Seat | None, ending: str) -> SmazzataResult:
+def score_win(table: TableState, winner: Seat | None, ending: str) -> SmazzataResult:
     """M12.1-M12.3: the winner scores 50 - own tallone + the opponents' cards in hand (pozzetti,
     eliminated and abandoned players, and their cards left in a common pozzetto included);
     +10 for a closing with the tallone used up."""
@@ -61,7 +40,7 @@ def score_win(table: Table, winner: Seat | None, ending: str) -> SmazzataResult:
     return SmazzataResult(winner, (scores[0], scores[1], scores[2]), ending)
 
 
-def score_draw(table: Table, tied: tuple[Seat, ...]) -> SmazzataResult:
+def score_draw(table: TableState, tied: tuple[Seat, ...]) -> SmazzataResult:
     """M12.5 decision: each tied player scores 50 - own tallone (0) + the non-tied opponents'
     cards - the common pozzetto, never below -15 (staying must not cost more than leaving)."""
     scores = _base_scores(table)

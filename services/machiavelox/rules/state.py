@@ -1,12 +1,14 @@
-"""The dynamic state of one table: players, calate, holds, clocks. Plain data, no behaviour."""
+"""The dynamic state of one table: players, calate, holds, clocks, ping-pong episodes, timers,
+the result. Plain data, no behaviour (the table's whole state is `tablestate.TableState`)."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .cards import Card
-from .seats import Seat
+from .seats import SEATS, Seat
 
 # Rule constants, in milliseconds of server time (M2.3).
 CALATA_MS = 40_000  # M5.0.1
@@ -100,3 +102,54 @@ class PlayerState:
     @property
     def has_direct_meld(self) -> bool:
         return self.direct_meld_given or bool(self.direct_meld_calate)
+
+
+@dataclass
+class Episode:
+    """A card moved by open calate (M6.5, pingpong.py): how many times it has stood at each
+    position (meld id), who moved it, and the seqs of its moves, in order."""
+
+    visits: dict[int, int] = field(default_factory=dict)
+    movers: set[Seat] = field(default_factory=set)
+    ops: list[int] = field(default_factory=list)
+
+
+class TimerKind(enum.IntEnum):
+    """What a timer ends; the values are the fixed order of timers due at one instant
+    (timers.py)."""
+
+    HOLD = 0  # M6.3
+    CALATA = 1  # M5.4.6
+    STOP = 2  # M9.6
+    CONSOLIDATE = 3  # M5.5.8
+    ABSENCE = 4  # M11.2
+    INACTIVITY = 5  # M7.3
+    TIEBREAK = 6  # M10.3
+
+
+class Timer(NamedTuple):
+    """Ordered as a tuple: deadline, then the fixed order of kinds, then seat or calata id."""
+
+    at_ms: int
+    kind: TimerKind
+    ref: int = 0
+
+
+@dataclass(frozen=True)
+class SmazzataResult:
+    winner: Seat | None
+    scores: tuple[int, int, int]
+    ending: str  # closing | survivor | silence | tiebreak | draw | everyone-gone
+    draw: tuple[Seat, ...] = ()  # the tied players of a patta (M10.3)
+
+    @property
+    def closed(self) -> bool:
+        return self.ending == "closing"
+
+    def summary(self) -> str:
+        pts = ", ".join(f"{s} {self.scores[s]:+d}" for s in SEATS)
+        if self.draw:
+            who = "draw " + " ".join(str(s) for s in self.draw)
+        else:
+            who = f"winner {self.winner}" if self.winner is not None else "no winner"
+        return f"{self.ending}: {who}; {pts}"

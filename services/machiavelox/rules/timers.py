@@ -9,38 +9,21 @@ one instant together, M11.3), inactivity, the end of a tiebreak; then by seat or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from .state import ABANDON_MS, CalataStatus, Phase
+from .state import ABANDON_MS, CalataStatus, Phase, Timer, TimerKind
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
-ORDER = ("hold", "calata", "stop", "consolidate", "absence", "inactivity", "tiebreak")
-_RANK = {kind: i for i, kind in enumerate(ORDER)}
-
-
-class Timer(NamedTuple):
-    """Ordered as a tuple: deadline, then the fixed order of kinds, then seat or calata id."""
-
-    at_ms: int
-    order: int
-    ref: int
-    kind: str
-
-
-def _timer(at_ms: int, kind: str, ref: int = 0) -> Timer:
-    return Timer(at_ms, _RANK[kind], ref, kind)
-
-
-def all_timers(table: Table) -> list[Timer]:
+def all_timers(table: TableState) -> list[Timer]:
     """Every armed timer. Computed once per state: the state changes only when an action is
     accepted or a timer fires, so (log length, timers fired) keys a cache (a refused action
     changes nothing, M2.3)."""
     return _cached(table)[0]
 
 
-def _cached(table: Table) -> tuple[list[Timer], int | None]:
+def _cached(table: TableState) -> tuple[list[Timer], int | None]:
     """The timers of the current state and the earliest deadline among them."""
     key = (len(table.log), table.fired)
     cached = table.timer_cache
@@ -52,31 +35,31 @@ def _cached(table: Table) -> tuple[list[Timer], int | None]:
     return timers, first
 
 
-def _compute(table: Table) -> list[Timer]:
+def _compute(table: TableState) -> list[Timer]:
     if table.phase in (Phase.ENDED, Phase.PAUSE):
         return []
     out: list[Timer] = []
     for ps in table.players:
         if ps.hold is not None:
-            out.append(_timer(ps.hold.deadline_ms, "hold", int(ps.seat)))
+            out.append(Timer(ps.hold.deadline_ms, TimerKind.HOLD, int(ps.seat)))
         if ps.in_play and ps.absence_since_ms is not None:
-            out.append(_timer(ps.absence_since_ms + ABANDON_MS, "absence", int(ps.seat)))
+            out.append(Timer(ps.absence_since_ms + ABANDON_MS, TimerKind.ABSENCE, int(ps.seat)))
     for cid in table.unsettled:  # the calate open or confirmed
         cal = table.calate[cid]
         if cal.status is CalataStatus.OPEN and cal.deadline_ms is not None:
-            out.append(_timer(cal.deadline_ms, "calata", cal.id))
+            out.append(Timer(cal.deadline_ms, TimerKind.CALATA, cal.id))
         elif cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
-            out.append(_timer(cal.consolidate_ms, "consolidate", cal.id))
+            out.append(Timer(cal.consolidate_ms, TimerKind.CONSOLIDATE, cal.id))
     if table.phase is Phase.PLAYING:
-        out.append(_timer(table.inactivity_ms, "inactivity"))
+        out.append(Timer(table.inactivity_ms, TimerKind.INACTIVITY))
     if table.phase is Phase.FROZEN and table.stop_deadline_ms is not None:
-        out.append(_timer(table.stop_deadline_ms, "stop"))
+        out.append(Timer(table.stop_deadline_ms, TimerKind.STOP))
     if table.phase is Phase.TIEBREAK and table.tiebreak_ms is not None:
-        out.append(_timer(table.tiebreak_ms, "tiebreak"))
+        out.append(Timer(table.tiebreak_ms, TimerKind.TIEBREAK))
     return out
 
 
-def due_timer(table: Table, now_ms: int) -> Timer | None:
+def due_timer(table: TableState, now_ms: int) -> Timer | None:
     """The first timer due at or before `now_ms`, or None."""
     timers, first = _cached(table)
     if first is None or first > now_ms:
@@ -84,6 +67,6 @@ def due_timer(table: Table, now_ms: int) -> Timer | None:
     return min(t for t in timers if t.at_ms <= now_ms)
 
 
-def next_deadline(table: Table) -> int | None:
+def next_deadline(table: TableState) -> int | None:
     """When the next timer fires (ms of table time), or None when none is set."""
     return _cached(table)[1]

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 
 from .cards import Card
 from .melds import display_order, is_regular
-from .scoring import SmazzataResult
 from .seats import SEATS, Seat
-from .state import ABANDON_MS, CalataStatus, Phase
+from .state import ABANDON_MS, CalataStatus, Phase, SmazzataResult
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .tablestate import TableState
 
 
 class CardStatus(enum.IntEnum):
@@ -86,7 +85,7 @@ class PlayerView:
     reserved: tuple[tuple[Card, Seat], ...]  # ping-pong reservations (M6.5)
 
 
-def card_status(table: Table, card: Card) -> tuple[CardStatus, Seat | None]:
+def card_status(table: TableState, card: Card) -> tuple[CardStatus, Seat | None]:
     """Status of a table card from the calata of the last op that moved it."""
     seq = table.board.last_op.get(card)
     op = table.ops.get(seq) if seq is not None else None
@@ -100,7 +99,7 @@ def card_status(table: Table, card: Card) -> tuple[CardStatus, Seat | None]:
     return CardStatus.CONSOLIDATED, None
 
 
-def meld_status(table: Table, meld_id: int) -> CardStatus:
+def meld_status(table: TableState, meld_id: int) -> CardStatus:
     """The weakest status of the meld's cards and of live ops that took cards from it."""
     weakest = min((card_status(table, c)[0] for c in table.board.melds[meld_id]),
                   default=CardStatus.CONSOLIDATED)
@@ -119,7 +118,7 @@ def _sorted(cards: set[Card] | tuple[Card, ...]) -> tuple[Card, ...]:
     return tuple(sorted(cards, key=lambda c: (c.suit, c.rank, c.copy)))
 
 
-def view_for(table: Table, viewer: Seat | None) -> PlayerView:
+def view_for(table: TableState, viewer: Seat | None) -> PlayerView:
     holders = {ps.hold.card: ps.seat for ps in table.players if ps.hold is not None}
     melds: list[MeldView] = []
     for mid, cards in table.board.melds.items():

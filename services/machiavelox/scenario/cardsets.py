@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from machiavelox import rules
-from machiavelox.rules.melds import display_order
+from machiavelox.rules import display_order
 
 from .syntax import CardSpec
 

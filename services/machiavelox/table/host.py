@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2, journal_pb2
-from machiavelox.rules.view import view_for
+from machiavelox.rules import view_for
 
 from . import records
 from .answers import Answer, Answers
 from .records import JournalCorruptError, Recorder
 
-INTERRUPTED = "interrupted"  # the event of a table that no shard served for a while
+INTERRUPTED = rules.EventKind.INTERRUPTED  # a table that no shard served for a while
 
 
 @dataclass

@@ -19,8 +19,14 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from machiavelox import rules
-from machiavelox.gateway.metrics import ACCEPTED, ACTION_KINDS, OUTCOMES, REFUSED
-from machiavelox.platform.metrics import LOOP_BUCKETS, read_safely
+from machiavelox.platform.metrics import (
+    ACCEPTED,
+    ACTION_KINDS,
+    LOOP_BUCKETS,
+    OUTCOMES,
+    REFUSED,
+    read_safely,
+)
 
 HELD = "card/held"  # the refusal of an action that lost a card to a faster player (M6.4)
 # How a smazzata can end (rules.scoring.SmazzataResult.ending); anything else counts as "other".

@@ -1,4 +1,4 @@
-"""The identity provider's tokens (gateway/oidc.py) and its key cache (gateway/jwks.py), in
+"""The identity provider's tokens (identity/oidc.py) and its key cache (identity/jwks.py), in
 process, against a local provider serving its JWKS over HTTP on loopback (tests/support)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 import pytest
 
-from machiavelox.gateway.jwks import FETCHES, JwksSource, SigningKeys
-from machiavelox.gateway.oidc import OidcSettings, OidcTokens
+from machiavelox.identity.jwks import FETCHES, JwksSource, SigningKeys
+from machiavelox.identity.oidc import OidcSettings, OidcTokens
 from machiavelox.platform.errors import ServiceError
 from tests.support.identity import AUDIENCE, Provider, crafted, ec_key, rsa_key
 

@@ -1,4 +1,4 @@
-"""Which tokens a service accepts (gateway/identity.py: the token mode, one construction for
+"""Which tokens a service accepts (identity/verifier.py: the token mode, one construction for
 gateway and matchmaking) and the development Login (gateway/login.py: off by default,
 throttled per source address)."""
 
@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from machiavelox.gateway.auth import HmacTokens
-from machiavelox.gateway.identity import IdentitySettings, build_verifier
 from machiavelox.gateway.login import DevLogin, source_of
 from machiavelox.gateway.settings import GatewaySettings
+from machiavelox.identity.tokens import HmacTokens
+from machiavelox.identity.verifier import IdentitySettings, build_verifier
 from machiavelox.matchmaking.settings import MatchmakingSettings
 from machiavelox.platform.errors import ServiceError
 from machiavelox.platform.ratelimit import Rate

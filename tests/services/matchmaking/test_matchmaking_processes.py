@@ -19,7 +19,7 @@ from machiavelox._gen.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
-from machiavelox.gateway.auth import HmacTokens
+from machiavelox.identity.tokens import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
 from tests.support.agora import STEP_S, next_update, reason, tokens
 from tests.support.client import PlayClient, bearer

@@ -8,6 +8,8 @@ from machiavelox._gen.v1 import common_pb2, table_pb2
 from machiavelox.table.fanout import fan_out
 from machiavelox.table.gateway_link import GatewayLink
 
+K = rules.EventKind
+
 SEATS = {"ann": rules.Seat.P1, "bob": rules.Seat.P2, "cy": rules.Seat.P3}
 CARD = rules.ALL_CARDS[5]
 
@@ -27,8 +29,8 @@ def ack(batch: common_pb2.Batch) -> None:
 
 async def test_each_seat_sees_what_it_may_and_the_actor_its_outcome() -> None:
     link = GatewayLink("g", _noop)
-    drew = rules.Event("drew", 0, player=rules.Seat.P1, cards=(CARD,), secret_to=rules.Seat.P1)
-    declared = rules.Event("declared", 0, player=rules.Seat.P1, cards=(CARD,))
+    drew = rules.Event(K.DREW, 0, player=rules.Seat.P1, cards=(CARD,), secret_to=rules.Seat.P1)
+    declared = rules.Event(K.DECLARED, 0, player=rules.Seat.P1, cards=(CARD,))
     fan_out("t", SEATS, {p: link for p in SEATS}, [(1, drew), (2, declared)], "ann", ack)
     got = items(link)
     assert [len(ev.cards) for ev in got["ann"].batch.events] == [1, 1]

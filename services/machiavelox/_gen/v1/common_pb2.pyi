@@ -156,6 +156,154 @@ CARD_STATUS_CONSOLIDATED: CardStatus.ValueType  # 3
 """Definitive."""
 Global___CardStatus: _TypeAlias = CardStatus  # noqa: Y015
 
+class _EventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EVENT_KIND_UNSPECIFIED: _EventKind.ValueType  # 0
+    """A kind newer than the reader's contract (`kind` names it)."""
+    EVENT_KIND_DREW: _EventKind.ValueType  # 1
+    """A card drawn from a tallone (its face only to the drawer, P5)."""
+    EVENT_KIND_DECLARED: _EventKind.ValueType  # 2
+    """Hand cards declared into the pozzetto."""
+    EVENT_KIND_UNDECLARED: _EventKind.ValueType  # 3
+    """Pozzetto cards back in the hand."""
+    EVENT_KIND_DIRECT: _EventKind.ValueType  # 4
+    """A direct meld laid from the pozzetto (M5.1)."""
+    EVENT_KIND_ATTACHED: _EventKind.ValueType  # 5
+    """A hand card attached to a meld (M5.2)."""
+    EVENT_KIND_PLACED: _EventKind.ValueType  # 6
+    """A pozzetto card placed into a meld (M5.3)."""
+    EVENT_KIND_TOOK: _EventKind.ValueType  # 7
+    """A table card taken in hand (a hold, M6)."""
+    EVENT_KIND_MOVED: _EventKind.ValueType  # 8
+    """A table card moved to another meld or a new one."""
+    EVENT_KIND_RELEASED: _EventKind.ValueType  # 9
+    """A held card let go where it was."""
+    EVENT_KIND_HOLD_EXPIRED: _EventKind.ValueType  # 10
+    """A hold's 10 s ran out (M6.3)."""
+    EVENT_KIND_CALATA_OPENED: _EventKind.ValueType  # 11
+    """A calata opened (M5.0.1)."""
+    EVENT_KIND_CONFIRMED: _EventKind.ValueType  # 12
+    """A calata concluded with all its work standing."""
+    EVENT_KIND_FAILED: _EventKind.ValueType  # 13
+    """A calata concluded and some or all of its work fell."""
+    EVENT_KIND_VOID: _EventKind.ValueType  # 14
+    """A calata ended with nothing of it left (M5.3.7)."""
+    EVENT_KIND_CANCELLED: _EventKind.ValueType  # 15
+    """A calata given up with ANNULLA (M5.5.6)."""
+    EVENT_KIND_CHAIN: _EventKind.ValueType  # 16
+    """Work undone because another calata failed (`by`, M5.5)."""
+    EVENT_KIND_CONSOLIDATED: _EventKind.ValueType  # 17
+    """A confirmed calata became definitive (M5.5.8)."""
+    EVENT_KIND_RESERVED: _EventKind.ValueType  # 18
+    """A card reserved after a ping-pong (M6.5)."""
+    EVENT_KIND_FORCED_DRAW: _EventKind.ValueType  # 19
+    """A draw forced by the inactivity rule (M7.3)."""
+    EVENT_KIND_STOP: _EventKind.ValueType  # 20
+    """Stop! said: the table freezes (M9)."""
+    EVENT_KIND_RESUMED: _EventKind.ValueType  # 21
+    """The freeze ended: play resumes."""
+    EVENT_KIND_ELIMINATED: _EventKind.ValueType  # 22
+    """A player eliminated."""
+    EVENT_KIND_ABANDONED: _EventKind.ValueType  # 23
+    """A player abandoned (M11)."""
+    EVENT_KIND_CLOSED: _EventKind.ValueType  # 24
+    """A player closed (M8)."""
+    EVENT_KIND_SILENCE: _EventKind.ValueType  # 25
+    """The final silence (M10.1)."""
+    EVENT_KIND_TIEBREAK: _EventKind.ValueType  # 26
+    """A tiebreak started (M10.2)."""
+    EVENT_KIND_ENDED: _EventKind.ValueType  # 27
+    """The smazzata ended (`detail`: its result)."""
+    EVENT_KIND_SMAZZATA: _EventKind.ValueType  # 28
+    """A new smazzata of a long match was dealt."""
+    EVENT_KIND_PAUSE: _EventKind.ValueType  # 29
+    """The pause between smazzate began (M13.4)."""
+    EVENT_KIND_READY: _EventKind.ValueType  # 30
+    """A player is ready during the pause."""
+    EVENT_KIND_LEFT: _EventKind.ValueType  # 31
+    """A player left the long match (M13.5)."""
+    EVENT_KIND_MATCH_ENDED: _EventKind.ValueType  # 32
+    """The long match ended."""
+    EVENT_KIND_INTERRUPTED: _EventKind.ValueType  # 33
+    """No shard served the table for a while (`detail`: how long)."""
+
+class EventKind(_EventKind, metaclass=_EventKindEnumTypeWrapper):
+    """What an event says happened; each value's name is `kind`'s word in capitals."""
+
+EVENT_KIND_UNSPECIFIED: EventKind.ValueType  # 0
+"""A kind newer than the reader's contract (`kind` names it)."""
+EVENT_KIND_DREW: EventKind.ValueType  # 1
+"""A card drawn from a tallone (its face only to the drawer, P5)."""
+EVENT_KIND_DECLARED: EventKind.ValueType  # 2
+"""Hand cards declared into the pozzetto."""
+EVENT_KIND_UNDECLARED: EventKind.ValueType  # 3
+"""Pozzetto cards back in the hand."""
+EVENT_KIND_DIRECT: EventKind.ValueType  # 4
+"""A direct meld laid from the pozzetto (M5.1)."""
+EVENT_KIND_ATTACHED: EventKind.ValueType  # 5
+"""A hand card attached to a meld (M5.2)."""
+EVENT_KIND_PLACED: EventKind.ValueType  # 6
+"""A pozzetto card placed into a meld (M5.3)."""
+EVENT_KIND_TOOK: EventKind.ValueType  # 7
+"""A table card taken in hand (a hold, M6)."""
+EVENT_KIND_MOVED: EventKind.ValueType  # 8
+"""A table card moved to another meld or a new one."""
+EVENT_KIND_RELEASED: EventKind.ValueType  # 9
+"""A held card let go where it was."""
+EVENT_KIND_HOLD_EXPIRED: EventKind.ValueType  # 10
+"""A hold's 10 s ran out (M6.3)."""
+EVENT_KIND_CALATA_OPENED: EventKind.ValueType  # 11
+"""A calata opened (M5.0.1)."""
+EVENT_KIND_CONFIRMED: EventKind.ValueType  # 12
+"""A calata concluded with all its work standing."""
+EVENT_KIND_FAILED: EventKind.ValueType  # 13
+"""A calata concluded and some or all of its work fell."""
+EVENT_KIND_VOID: EventKind.ValueType  # 14
+"""A calata ended with nothing of it left (M5.3.7)."""
+EVENT_KIND_CANCELLED: EventKind.ValueType  # 15
+"""A calata given up with ANNULLA (M5.5.6)."""
+EVENT_KIND_CHAIN: EventKind.ValueType  # 16
+"""Work undone because another calata failed (`by`, M5.5)."""
+EVENT_KIND_CONSOLIDATED: EventKind.ValueType  # 17
+"""A confirmed calata became definitive (M5.5.8)."""
+EVENT_KIND_RESERVED: EventKind.ValueType  # 18
+"""A card reserved after a ping-pong (M6.5)."""
+EVENT_KIND_FORCED_DRAW: EventKind.ValueType  # 19
+"""A draw forced by the inactivity rule (M7.3)."""
+EVENT_KIND_STOP: EventKind.ValueType  # 20
+"""Stop! said: the table freezes (M9)."""
+EVENT_KIND_RESUMED: EventKind.ValueType  # 21
+"""The freeze ended: play resumes."""
+EVENT_KIND_ELIMINATED: EventKind.ValueType  # 22
+"""A player eliminated."""
+EVENT_KIND_ABANDONED: EventKind.ValueType  # 23
+"""A player abandoned (M11)."""
+EVENT_KIND_CLOSED: EventKind.ValueType  # 24
+"""A player closed (M8)."""
+EVENT_KIND_SILENCE: EventKind.ValueType  # 25
+"""The final silence (M10.1)."""
+EVENT_KIND_TIEBREAK: EventKind.ValueType  # 26
+"""A tiebreak started (M10.2)."""
+EVENT_KIND_ENDED: EventKind.ValueType  # 27
+"""The smazzata ended (`detail`: its result)."""
+EVENT_KIND_SMAZZATA: EventKind.ValueType  # 28
+"""A new smazzata of a long match was dealt."""
+EVENT_KIND_PAUSE: EventKind.ValueType  # 29
+"""The pause between smazzate began (M13.4)."""
+EVENT_KIND_READY: EventKind.ValueType  # 30
+"""A player is ready during the pause."""
+EVENT_KIND_LEFT: EventKind.ValueType  # 31
+"""A player left the long match (M13.5)."""
+EVENT_KIND_MATCH_ENDED: EventKind.ValueType  # 32
+"""The long match ended."""
+EVENT_KIND_INTERRUPTED: EventKind.ValueType  # 33
+"""No shard served the table for a while (`detail`: how long)."""
+Global___EventKind: _TypeAlias = EventKind  # noqa: Y015
+
 @_typing.final
 class Card(_message.Message):
     """One physical card (M1.1). `index` is its stable identity:
@@ -452,6 +600,7 @@ class Event(_message.Message):
     TO_MELD_FIELD_NUMBER: _builtins.int
     MELDS_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    KIND_CODE_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The table's sequence number: strictly increasing by one per event at that table."""
     at_ms: _builtins.int
@@ -471,6 +620,10 @@ class Event(_message.Message):
     """The destination meld of a move."""
     detail: _builtins.str
     """A human detail."""
+    kind_code: Global___EventKind.ValueType
+    """The kind as an enum: the same as `kind` (EVENT_KIND_UNSPECIFIED: a kind newer than the
+    reader's contract; `kind` still names it).
+    """
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___Card]:
         """The cards involved; empty when the viewer may not see them (a drawn card, P5)."""
@@ -492,10 +645,11 @@ class Event(_message.Message):
         to_meld: _builtins.int = ...,
         melds: _abc.Iterable[_builtins.int] | None = ...,
         detail: _builtins.str = ...,
+        kind_code: Global___EventKind.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "by", b"by", "cards", b"cards", "detail", b"detail", "kind", b"kind", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "by", b"by", "cards", b"cards", "detail", b"detail", "kind", b"kind", "kind_code", b"kind_code", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

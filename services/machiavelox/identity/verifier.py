@@ -23,8 +23,8 @@ import grpc
 from machiavelox.platform.errors import ServiceError, unauthenticated
 from machiavelox.platform.settings import SettingsError, env_str
 
-from .auth import HmacTokens, bearer
 from .oidc import OidcSettings, OidcTokens
+from .tokens import HmacTokens, bearer
 
 log = logging.getLogger(__name__)
 

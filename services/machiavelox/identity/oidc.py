@@ -20,8 +20,8 @@ import jwt
 from machiavelox.platform.errors import ServiceError, unauthenticated
 from machiavelox.platform.settings import SettingsError, env_float, env_str
 
-from .auth import PLAYER_NAME
 from .jwks import ALGORITHMS, JwksSource, SigningKeys, url_problem
+from .tokens import PLAYER_NAME
 
 
 @dataclass(frozen=True)
