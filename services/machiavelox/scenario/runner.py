@@ -156,8 +156,6 @@ class Runner:
             except ScenarioFailure as f:
                 f.line = f.line or stmt.line
                 raise
-            except rules.NotImplementedRuleError as e:
-                raise ScenarioFailure(f"{e.message} ({stmt.text})", line=stmt.line) from e
             except Exception as e:  # an engine crash fails this file, never the run
                 raise ScenarioFailure(f"engine error: {type(e).__name__}: {e} ({stmt.text})",
                                       line=stmt.line) from e
@@ -218,8 +216,6 @@ class Runner:
         action = self.action(stmt)
         try:
             events = self.match.apply(action, self.now_ms)
-        except rules.NotImplementedRuleError:
-            raise
         except rules.RulesError as e:
             reason = f"{e.code}: {e.message}"
             self.trace_line(f"refused {reason}")
