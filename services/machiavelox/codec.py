@@ -154,17 +154,19 @@ _KIND_TO_PB: dict[rules.EventKind, pb.EventKind.ValueType] = {
     kind: pb.EventKind.Value(f"EVENT_KIND_{kind.name}") for kind in rules.EventKind}
 
 
-def event_to_pb(event: rules.Event, seq: int) -> pb.Event:
-    return fill_event(pb.Event(), event, seq)
+def event_to_pb(event: rules.Event, seq: int, arrival: int = 0) -> pb.Event:
+    return fill_event(pb.Event(), event, seq, arrival)
 
 
-def fill_event(msg: pb.Event, event: rules.Event, seq: int) -> pb.Event:
+def fill_event(msg: pb.Event, event: rules.Event, seq: int, arrival: int = 0) -> pb.Event:
     """`msg` (empty) made the wire form of `event`. On every action's path: only the fields
     the event has are set (the message is the same)."""
     msg.seq = seq
     msg.at_ms = event.at_ms
     msg.kind = event.kind
     msg.kind_code = _KIND_TO_PB[event.kind]
+    if arrival:
+        msg.arrival_index = arrival
     if event.player is not None:
         msg.player = _SEAT_TO_PB[event.player]
     if event.by is not None:

@@ -38,6 +38,7 @@ class Recorder:
         self.viewer = viewer
         self.seq = 0
         self.now = 0
+        self.arrivals = 0  # the arrival index of the last action applied (as a shard numbers)
 
     def snapshot(self) -> gateway_pb2.PlayResponse:
         view = rules.view_for(self.table, self.viewer)
@@ -48,10 +49,12 @@ class Recorder:
     def act(self, action: rules.Action, dt: int = 100) -> list[gateway_pb2.PlayResponse]:
         self.now += dt
         out = []
-        for ev in self.table.apply(action, self.now):
+        events = self.table.apply(action, self.now)
+        self.arrivals += 1
+        for ev in events:
             self.seq += 1
-            out.append(gateway_pb2.PlayResponse(
-                event=codec.event_to_pb(ev.for_viewer(self.viewer), self.seq)))
+            out.append(gateway_pb2.PlayResponse(event=codec.event_to_pb(
+                ev.for_viewer(self.viewer), self.seq, self.arrivals)))
         return out
 
 
@@ -141,7 +144,7 @@ def test_others_draws_stay_hidden_and_refusals_keep_their_message() -> None:
                    rules.Take(P2, c("5C"), 1)):
         for response in rec.act(action):
             model.take(response)
-    took_seq = rec.seq
+    took_arrival = rec.arrivals
     model.sent["a1"] = rules.Take(P1, c("5C"), 1)
     code, message = "", ""
     try:
@@ -153,7 +156,8 @@ def test_others_draws_stay_hidden_and_refusals_keep_their_message() -> None:
         client_action_id="a1", refusal=common_pb2.Refusal(code=code, message=message))))
     line = model.log[-1]
     assert line.kind == "race", line
-    assert "bob (p2) took 5♣ first" in line.text and f"event #{took_seq}" in line.text
+    # the winner's action named by its place in the arrival order (Event.arrival_index)
+    assert "bob (p2) took 5♣ first" in line.text and f"arrival #{took_arrival}" in line.text
     plain = refusal_line(model, rules.Draw(P1), "draw/empty-tallone",
                          "your tallone is empty (M4.2)")
     assert plain.kind == "refusal" and "your tallone is empty" in plain.text

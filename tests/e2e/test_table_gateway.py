@@ -43,6 +43,8 @@ async def test_join_draw_and_see_the_event(cluster: dict[str, Proc], table: str,
         assert mine.event.kind == theirs.event.kind == "drew"
         assert len(mine.event.cards) == 1 and len(theirs.event.cards) == 0  # P5
         assert mine.event.seq == theirs.event.seq == 1
+        # everyone sees which arrival made the event: the fastest-wins order, observable
+        assert mine.event.arrival_index == theirs.event.arrival_index == 1
         if batched:  # the ack and the event it produced came in ONE message
             [step] = clients["ann"].batches
             assert step.batch.ack.client_action_id == action_id
@@ -89,11 +91,14 @@ async def test_resume_after_a_cut_gets_exactly_the_missed_events(cluster: dict[s
         bob2 = PlayClient(ch, bob_token)
         bob2.open(table, last_seq=first.event.seq, batched=batched)
         seqs: list[int] = []
+        arrivals: list[int] = []
         while len(seqs) < 3:
             r = await bob2.next()
             assert r.WhichOneof("kind") == "event", r
             seqs.append(r.event.seq)
+            arrivals.append(r.event.arrival_index)
         assert seqs == [2, 3, 4]
+        assert arrivals == [2, 3, 4]  # a resume carries them too (from the table's memory)
         await ann.close()
         await bob2.close()
 

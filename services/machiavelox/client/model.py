@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2, gateway_pb2
@@ -40,6 +41,20 @@ CARD_STATUSES = {common_pb2.CARD_STATUS_TRIAL: "trial",
                  common_pb2.CARD_STATUS_CONFIRMED: "confirmed",
                  common_pb2.CARD_STATUS_CONSOLIDATED: "consolidated"}
 OUT = frozenset({"eliminated", "abandoned", "out"})
+
+
+class Touch(NamedTuple):
+    """The last event that touched a card or a meld: its seq, its player's seat, its kind and
+    the arrival index of the action that made it (0: time did)."""
+
+    seq: int
+    seat: int | None
+    kind: str
+    arrival: int
+
+    def when(self) -> str:
+        """Where it stands in the table's order: its arrival index, else its event number."""
+        return f"arrival #{self.arrival}" if self.arrival else f"event #{self.seq}"
 
 
 @dataclass
@@ -162,9 +177,9 @@ class TableModel:
         self.arrivals: dict[int, int] = {}  # first event seq of an accepted action -> arrival
         self.last_arrival: int | None = None
         self.last_refusal: LogLine | None = None
-        # who last touched a card or a meld (seq, seat, kind): names the winner of a lost race
-        self.card_touch: dict[int, tuple[int, int | None, str]] = {}
-        self.meld_touch: dict[int, tuple[int, int | None, str]] = {}
+        # who last touched a card or a meld: names the winner of a lost race (M6.4)
+        self.card_touch: dict[int, Touch] = {}
+        self.meld_touch: dict[int, Touch] = {}
 
     # ---------------------------------------------------------------- derived, for screens
     @property
@@ -313,11 +328,12 @@ class TableModel:
         cards = [c.index for c in ev.cards]
         kind = ev.kind
         s = self.seats[p] if p is not None else None
+        touch = Touch(ev.seq, p, kind, ev.arrival_index)
         for c in cards:
-            self.card_touch[c] = (ev.seq, p, kind)
+            self.card_touch[c] = touch
         for m in (ev.meld, ev.to_meld, *ev.melds):
             if m:
-                self.meld_touch[m] = (ev.seq, p, kind)
+                self.meld_touch[m] = touch
         if s is None:
             self._table_event(ev, cards)
             return

@@ -210,16 +210,16 @@ def _winner(model: TableModel, action: rules.Action | None, code: str) -> str | 
         holders = [s.seat for s in model.seats if s.holding == card and s.seat != model.me]
         if holders:
             touch = model.card_touch.get(card)
-            at = f" (event #{touch[0]})" if touch else ""
+            at = f" ({touch.when()})" if touch else ""
             return f"{model.name(holders[0])} took {face(card)} first{at}"
     if card is not None:
         touch = model.card_touch.get(card)
-        if touch is not None and touch[1] is not None and touch[1] != model.me:
-            return f"{model.name(touch[1])} {touch[2]} {face(card)} first (event #{touch[0]})"
+        if touch is not None and touch.seat is not None and touch.seat != model.me:
+            return f"{model.name(touch.seat)} {touch.kind} {face(card)} first ({touch.when()})"
     meld = _race_meld(action)
     if meld is not None:
         touch = model.meld_touch.get(meld)
-        if touch is not None and touch[1] is not None and touch[1] != model.me:
-            return (f"{model.name(touch[1])} changed that meld first ({touch[2]}, "
-                    f"event #{touch[0]})")
+        if touch is not None and touch.seat is not None and touch.seat != model.me:
+            return (f"{model.name(touch.seat)} changed that meld first ({touch.kind}, "
+                    f"{touch.when()})")
     return None

@@ -21,11 +21,17 @@ Outcome = Callable[[common_pb2.Batch], None]
 """Puts an action's ack or refusal into the batch of its actor's item."""
 
 
+def _no_action(seq: int) -> int:
+    return 0
+
+
 def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, GatewayLink],
             events: Sequence[tuple[int, rules.Event]], actor: str = "",
-            outcome: Outcome | None = None, traceparent: str = "") -> None:
+            outcome: Outcome | None = None, traceparent: str = "",
+            arrival_of: Callable[[int], int] = _no_action) -> None:
     """Put one step into the item of each subscribed session (`subs`: player -> the link of
-    the gateway serving them). `traceparent`: of the sampled action that made the step."""
+    the gateway serving them). `traceparent`: of the sampled action that made the step;
+    `arrival_of`: the arrival index of the action that produced an event (by its seq)."""
     if not events:
         own = subs.get(actor) if outcome is not None else None
         if own is not None and outcome is not None:
@@ -36,8 +42,10 @@ def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, G
     public: Sequence[common_pb2.Event] | None = None
     owned: dict[int, tuple[rules.Seat, common_pb2.Event]] = {}
     if any(ev.secret_to is not None for _, ev in events):  # something hidden (P5)
-        public = [codec.event_to_pb(ev.for_viewer(None), seq) for seq, ev in events]
-        owned = {i: (ev.secret_to, codec.event_to_pb(ev.for_viewer(ev.secret_to), seq))
+        public = [codec.event_to_pb(ev.for_viewer(None), seq, arrival_of(seq))
+                  for seq, ev in events]
+        owned = {i: (ev.secret_to, codec.event_to_pb(ev.for_viewer(ev.secret_to), seq,
+                                                     arrival_of(seq)))
                  for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
     # each session's item, about (an estimate, not ByteSize: this is every action's path;
     # events are tens of bytes, a few hundred with many cards)
@@ -50,7 +58,7 @@ def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, G
         if public is None:  # the first session: encoded in place, the others copy
             add = batch.events.add
             for seq, ev in events:
-                codec.fill_event(add(), ev, seq)
+                codec.fill_event(add(), ev, seq, arrival_of(seq))
             public = batch.events
         elif owned:
             seat = seats[player]

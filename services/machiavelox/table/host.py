@@ -14,6 +14,7 @@ same events, same sequence numbers, same arrival indices.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ class TableHost:
         self.match = rules.Match(kind, first, start_ms=0)
         self.log: list[tuple[int, int, str, rules.Action]] = []  # (arrival, at_ms, player, action)
         self.events: list[rules.Event] = []  # seq = index + 1
+        self._arrivals = array("Q")  # per event: the arrival index of its action (0: time's)
         self.arrivals = 0
         self.answers = Answers()  # by client_action_id: a resent action is answered alike
         self.reported = 0  # smazzate whose result scoring has stored (journaled)
@@ -164,7 +166,7 @@ class TableHost:
                                       Answer(now, action, arrival, 0, done.error))
             return done
         self.log.append((arrival, now, player_id, action))
-        recorded = self._record(produced)
+        recorded = self._record(produced, arrival)
         if self.journal.recording:  # (not while replaying: the record is already there)
             self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
                                                   action_id))
@@ -210,10 +212,13 @@ class TableHost:
             self.closed = reason
             self.journal.add(records.closed(reason))
 
-    def _record(self, events: list[rules.Event]) -> list[tuple[int, rules.Event]]:
+    def _record(self, events: list[rules.Event], arrival: int = 0
+                ) -> list[tuple[int, rules.Event]]:
+        """Number `events` (produced by the action of `arrival`; 0: by time) and keep them."""
         out = []
         for ev in events:
             self.events.append(ev)
+            self._arrivals.append(arrival)
             out.append((len(self.events), ev))
         self._deal_if_paused()
         return out
@@ -236,6 +241,10 @@ class TableHost:
     @property
     def seq(self) -> int:
         return len(self.events)
+
+    def arrival_of(self, seq: int) -> int:
+        """The arrival index of the action that produced event `seq` (0: time produced it)."""
+        return self._arrivals[seq - 1]
 
     def events_after(self, seq: int, seat: rules.Seat, limit: int | None = None
                      ) -> list[tuple[int, rules.Event]]:

@@ -283,7 +283,7 @@ class Shard:
         outcome with the events, each seat's view), then report results, re-arm timers."""
         self._defer(lambda: self.observer.events(events))
         fan_out(host.table_id, host.seats, self.subs.get(host.table_id, {}), events, actor,
-                outcome, traceparent)
+                outcome, traceparent, host.arrival_of)
         if events and self.journal is None:  # (journaled: once stored, `_stored`)
             self._defer(lambda: self.reports.due(host))
         self._defer(lambda: self._schedule(host))
@@ -457,7 +457,7 @@ class Shard:
         page = table_pb2.EventList()
         size = 0
         for seq, ev in host.events_after(from_seq, seat, limit=MAX_REPLAY_EVENTS):
-            encoded = codec.event_to_pb(ev, seq)
+            encoded = codec.event_to_pb(ev, seq, host.arrival_of(seq))
             size += encoded.ByteSize() + 4
             if size > PAGE_BYTES and page.events:
                 break

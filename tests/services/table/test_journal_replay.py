@@ -32,6 +32,8 @@ ORIGIN_MS = 1_700_000_000_000
 def _same(live: TableHost, replayed: TableHost) -> None:
     assert replayed.events == live.events
     assert replayed.seq == live.seq
+    every = range(1, live.seq + 1)  # which arrival made each event (Event.arrival_index)
+    assert [replayed.arrival_of(i) for i in every] == [live.arrival_of(i) for i in every]
     # refusals carry no arrival index (docs/architecture.md): after a restart the count goes
     # on from the last journaled input
     assert (live.log[-1][0] if live.log else 0) <= replayed.arrivals <= live.arrivals

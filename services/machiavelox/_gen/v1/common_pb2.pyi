@@ -601,6 +601,7 @@ class Event(_message.Message):
     MELDS_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     KIND_CODE_FIELD_NUMBER: _builtins.int
+    ARRIVAL_INDEX_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The table's sequence number: strictly increasing by one per event at that table."""
     at_ms: _builtins.int
@@ -624,6 +625,11 @@ class Event(_message.Message):
     """The kind as an enum: the same as `kind` (EVENT_KIND_UNSPECIFIED: a kind newer than the
     reader's contract; `kind` still names it).
     """
+    arrival_index: _builtins.int
+    """The arrival index of the action that produced it (Ack.arrival_index of that action: the
+    table's arrival order, M6.4); 0 when time produced it (a timer, an absence, a restart).
+    A race lost (`card/held`) is to the action whose events took the card first.
+    """
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___Card]:
         """The cards involved; empty when the viewer may not see them (a drawn card, P5)."""
@@ -646,10 +652,11 @@ class Event(_message.Message):
         melds: _abc.Iterable[_builtins.int] | None = ...,
         detail: _builtins.str = ...,
         kind_code: Global___EventKind.ValueType = ...,
+        arrival_index: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "by", b"by", "cards", b"cards", "detail", b"detail", "kind", b"kind", "kind_code", b"kind_code", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arrival_index", b"arrival_index", "at_ms", b"at_ms", "by", b"by", "cards", b"cards", "detail", b"detail", "kind", b"kind", "kind_code", b"kind_code", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
