@@ -2,7 +2,8 @@
 
 Melds are named by their table id (an int the engine assigns); `None` as a destination means
 a new meld. Cards are exact physical cards. Only the player whose turn it is may act (C5),
-except `EndSession`, which belongs to the pause between the hands of an open session.
+except `EndSession`, which belongs to the pause between the hands of an open session, and
+`Liveness`, what the cluster hears of any player (absence.py).
 """
 
 from __future__ import annotations
@@ -73,5 +74,14 @@ class EndSession:
     player: Seat
 
 
-ClassicAction = Meld | Attach | Move | Swap | End | Draw | Restore | EndSession
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """What the cluster hears of a player (absence.py): alive, silent, or unknown (our own
+    fault: never counted). Any seat, at any time."""
+    player: Seat
+    alive: bool
+    unknown: bool = False
+
+
+ClassicAction = Meld | Attach | Move | Swap | End | Draw | Restore | EndSession | Liveness
 TURN_ACTIONS = (Meld, Attach, Move, Swap, End, Draw, Restore)

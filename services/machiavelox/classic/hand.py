@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from machiavelox.rules import Card, illegal, invalid
 
 from . import actions as A
+from .absence import Presence
 from .cards import ClassicCard, Joker, deck, show
 from .deal import ClassicDeal
 from .events import ClassicEvent
@@ -40,8 +41,9 @@ class TurnSnapshot:
 
 class Hand:
     def __init__(self, variants: Variants, deal: ClassicDeal, playing: tuple[Seat, ...],
-                 start_ms: int = 0, number: int = 1) -> None:
+                 start_ms: int = 0, number: int = 1, presence: Presence | None = None) -> None:
         deal.check(variants, playing)
+        self.presence = presence if presence is not None else Presence()  # (absence.py)
         self.variants = variants
         self.aces = variants.aces
         self.number = number
@@ -85,17 +87,30 @@ class Hand:
         return max(0, self.deadline_ms - self.now_ms)
 
     def next_deadline(self) -> int | None:
-        return None if self.result is not None else self.deadline_ms
+        """When the current turn ends by itself: its time (C7) or its player's absence (A1)."""
+        if self.result is not None:
+            return None
+        absent = self.absence_ends_turn_at()
+        if absent is None or (self.deadline_ms is not None and self.deadline_ms <= absent):
+            return self.deadline_ms
+        return absent
+
+    def absence_ends_turn_at(self) -> int | None:
+        """When the turn ends because its player is silent (absence.py, A1-A2), if it will."""
+        return self.presence.turn_ends_at(self.turn, self.turn_started_ms, self.playing)
 
     def advance(self, now_ms: int) -> list[ClassicEvent]:
         """Let time pass: every turn whose time runs out by `now_ms` ends as a restore (C7),
-        in order, each next turn starting at the instant the previous one ended."""
+        and every turn of a silent player as absence.py says (A1), in order, each next turn
+        starting at the instant the previous one ended."""
         start = len(self.events)
-        while (self.result is None and self.deadline_ms is not None
-               and self.deadline_ms <= now_ms):
-            at = self.deadline_ms
+        while self.result is None and (at := self.next_deadline()) is not None \
+                and at <= now_ms:
             self.now_ms = at
-            self._fail_turn(at, timeout=True)
+            if at == self.deadline_ms:
+                self._fail_turn(at, timeout=True)
+            else:
+                self._absent_turn(at)
         if self.result is None:  # an ended hand's clock stays at its end
             self.now_ms = max(self.now_ms, now_ms)
         return self.events[start:]
@@ -301,6 +316,16 @@ class Hand:
             self._stock_out(p, at)  # C10: the penalty took what the stock still had
         else:
             self._next_turn(at)
+
+    def _absent_turn(self, at: int) -> None:
+        """A1: the turn of a silent player ends: as a draw (C5's pass) if the table is as the
+        turn found it, else as a give-up (C6)."""
+        p = self.turn
+        self._emit("absent", p, at=at)
+        if self.changed():
+            self._fail_turn(at, timeout=False)
+        else:
+            self._draw(p)
 
     def _stock_out(self, p: Seat, at: int | None = None) -> None:
         """C10: a player must take a card and the stock is empty: the hand ends; the fewest

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from machiavelox.rules import illegal
 
 from . import actions as A
+from .absence import Presence
 from .deal import ClassicDeal
 from .events import ClassicEvent
 from .hand import Hand
@@ -40,6 +41,7 @@ class Session:
         self.log: list[tuple[int, LogEntry]] = []  # accepted inputs, for replay
         self.hands: list[Hand] = []
         self._scored = 0  # hands whose result is in the totals
+        self.presence = Presence()  # who is silent (absence.py): across the hands
         self._start(deal, start_ms)
 
     # ------------------------------------------------------------------ interface
@@ -87,7 +89,12 @@ class Session:
         RulesError and changes nothing (time has passed: callers that need the events of that
         advance call `advance` first, as a shard does)."""
         out = self.advance(now_ms)
-        if isinstance(action, A.EndSession):
+        if isinstance(action, A.Liveness):
+            if action.player not in self.seats:
+                raise illegal("session/not-seated", f"{action.player} has no seat here")
+            self.presence.heard(action.player, self.now_ms, action.alive, action.unknown)
+            out += self.advance(now_ms)  # (a turn may end by absence at once: A1)
+        elif isinstance(action, A.EndSession):
             out += self._end_session(action.player)
         else:
             if self.result is not None:
@@ -95,6 +102,8 @@ class Session:
             if self.hand.over:
                 raise illegal("hand/over", "the hand is over: the next one has not been dealt")
             out += self.hand.apply(action, now_ms)
+            self.presence.sign_of_life(action.player, now_ms)  # (absence.py)
+            out += self.hand.advance(now_ms)  # (the next turn may end by absence at once)
             out += self._after_hand()
         self.log.append((now_ms, action))
         return out
@@ -131,7 +140,8 @@ class Session:
     # ------------------------------------------------------------------ hands
     def _start(self, deal: ClassicDeal, at: int) -> None:
         playing = self.active
-        hand = Hand(self.variants, deal, playing, at, number=len(self.hands) + 1)
+        hand = Hand(self.variants, deal, playing, at, number=len(self.hands) + 1,
+                    presence=self.presence)
         for seat, points in deal.totals:
             self.totals[seat] = points
         self.hands.append(hand)

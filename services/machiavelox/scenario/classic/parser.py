@@ -34,7 +34,7 @@ from .syntax import (
 
 SETUP_WORDS = ("players", "variant", "seed", "hand", "stock", "table", "first", "opened",
                "total")
-SIMPLE_VERBS = ("end", "draw", "restore", "end-session")
+SIMPLE_VERBS = ("end", "draw", "restore", "end-session", "silent", "alive")
 VERBS = (*SIMPLE_VERBS, "meld", "attach", "move", "swap")
 MACHIAVELOX_ONLY = ("removed", "tallone", "drawn", "direct-meld", "match")
 PHASES = ("playing", "between", "ended")

@@ -165,6 +165,7 @@ class ClassicRunner:
         simple: dict[str, classic.ClassicAction] = {
             "end": classic.End(p), "draw": classic.Draw(p), "restore": classic.Restore(p),
             "end-session": classic.EndSession(p),
+            "silent": classic.Liveness(p, alive=False), "alive": classic.Liveness(p, alive=True),
         }
         if stmt.verb in simple:
             return simple[stmt.verb]
