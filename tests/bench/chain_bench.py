@@ -39,11 +39,13 @@ import copy
 import gc
 import random
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from machiavelox.rules import (
@@ -62,14 +64,16 @@ from machiavelox.rules import (
     Table,
     classify,
     copies_of,
-    is_regular,
 )
 from machiavelox.rules import chain as chain_module
 from machiavelox.rules import judge as judge_module
 from machiavelox.rules import lifecycle as lifecycle_module
 from machiavelox.rules.board import OpKind
-from machiavelox.rules.melds import split_on_removal
-from machiavelox.rules.state import CalataStatus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.rules.sim
+from tests.rules.sim.engine import CalataStatus
+from tests.rules.sim.finders import free_table_cards, leaves_order, takes, trial_work
+from tests.rules.sim.positions import run
 
 BUDGET_MS = 2.0
 MOVE_BUDGET_MS = 1.0  # per action while building the table (issue 14)
@@ -79,10 +83,6 @@ WINDOW_MS = 39_000  # every action within the 40 s of the calate (M5.0.1)
 
 
 # --------------------------------------------------------------------------- the table
-def run(suit: Suit, first: int, last: int, copy_no: int) -> tuple[Card, ...]:
-    return tuple(copies_of(r, suit)[copy_no - 1] for r in range(first, last + 1))
-
-
 def busy_deal() -> Deal:
     """30 consolidated regular melds (90 cards); 14 cards in hand, 5 + 5 + 4."""
     table: list[tuple[Card, ...]] = []
@@ -106,60 +106,26 @@ def busy_deal() -> Deal:
 
 
 # --------------------------------------------------------------------------- the players
-def alike(cards: list[Card], c: Card) -> bool:
-    return all(x.rank == c.rank for x in cards) or all(x.suit == c.suit for x in cards)
-
-
-def fits(cards: list[Card], c: Card) -> bool:
-    return c not in cards and alike(cards, c) and is_regular([*cards, c])
-
-
-def leaves_order(t: Table, y: Card) -> bool:
-    """Taking `y` out leaves its meld regular (both sides of an interior removal)."""
-    cards = t.board.melds[t.board.where[y]]
-    halves = split_on_removal(cards, y)
-    if halves is not None:
-        return all(is_regular(h) for h in halves)
-    return is_regular([c for c in cards if c is not y])
-
-
-def others_trial(t: Table, seat: Seat) -> tuple[set[Card], set[int]]:
-    """Cards last moved by another player's open calata, and the melds such work touched."""
-    cards: set[Card] = set()
-    melds: set[int] = set()
-    for seq in t.live:
-        op = t.ops[seq]
-        cal = t.calate[op.calata]
-        if op.player == seat or cal.status is not CalataStatus.OPEN:
-            continue
-        for c in op.cards:
-            if t.board.last_op.get(c) == seq:
-                cards.add(c)
-        melds.update(m for m in op.touched if m in t.board.melds)
-    return cards, melds
-
-
 def candidates(t: Table, seat: Seat, rng: random.Random, keep: int) -> list[Action]:
     """Actions for `seat` that keep its work in order on the live table, those leaning on
     other players' trial work first."""
     ps = t.players[seat]
-    trial_cards, trial_melds = others_trial(t, seat)
-    held = {p.hold.card for p in t.players if p.hold is not None}
+    trial = trial_work(t, seat)
+    trial_cards, trial_melds = set().union(*trial.cards.values()), trial.melds
     out: list[tuple[float, Action]] = []
     if len(ps.pozzetto) > keep:
         for x in sorted(ps.pozzetto):
             for mid, m in t.board.melds.items():
-                if fits(m, x):
+                if takes(m, x):
                     out.append((2.0 if mid in trial_melds else 1.0, Place(seat, x, mid)))
     if ps.pozzetto:
-        for y, src in t.board.where.items():
-            if y in held or t.reserved.get(y, seat) != seat:
-                continue
+        for y in free_table_cards(t, seat):
+            src = t.board.where[y]
             lean = (y in trial_cards) * 3.0 + (src in trial_melds) * 1.5
-            if not leaves_order(t, y) and not lean:
+            if not leaves_order(t.board.melds[src], y) and not lean:
                 continue
             for dst, d in t.board.melds.items():
-                if dst != src and fits(d, y):
+                if dst != src and takes(d, y):
                     score = lean + (dst in trial_melds) * 1.5 + rng.random()
                     out.append((score, Move(seat, y, src, dst)))
     out.sort(key=lambda sa: -sa[0])
@@ -169,10 +135,9 @@ def candidates(t: Table, seat: Seat, rng: random.Random, keep: int) -> list[Acti
 def quick_attach(t: Table, seat: Seat) -> Action | None:
     """A hand card onto a meld that takes it only thanks to another player's trial work."""
     ps = t.players[seat]
-    _, trial_melds = others_trial(t, seat)
     for x in sorted(ps.hand):
-        for mid in sorted(trial_melds):
-            if fits(t.board.melds[mid], x):
+        for mid in sorted(trial_work(t, seat).melds):
+            if takes(t.board.melds[mid], x):
                 return Attach(seat, x, mid)
     return None
 

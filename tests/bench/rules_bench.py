@@ -19,9 +19,11 @@ import argparse
 import copy
 import gc
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from machiavelox.rules import (
     Attach,
@@ -41,16 +43,11 @@ from machiavelox.rules import (
     view_for,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.rules.sim
+from tests.rules.sim.positions import cards, deal, run
+
 BUDGET_US = 100.0
 P1, P2, P3 = Seat.P1, Seat.P2, Seat.P3
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(card(t) for t in text.split())
-
-
-def run(suit: Suit, first: int, last: int, copy_no: int) -> tuple[Card, ...]:
-    return tuple(copies_of(r, suit)[copy_no - 1] for r in range(first, last + 1))
 
 
 def busy_deal() -> Deal:
@@ -79,19 +76,13 @@ def busy_deal() -> Deal:
     )
 
 
-def small_deal(table: tuple[str, ...], hands: tuple[str, str, str]) -> Deal:
-    return Deal(removed=(), talloni=((), (), ()),
-                hands=(cards(hands[0]), cards(hands[1]), cards(hands[2])),
-                table=tuple(cards(m) for m in table), drawn=frozenset((P1, P2, P3)),
-                direct_meld=frozenset((P1, P2, P3)))
-
-
 STRAYS = "2H 4H 6H 8H 2S 4S 6S 8S"
 
 
 def strays_table() -> Table:
     """4-5-6♣ with 8 stray cards of p2 on trial on it, then p3's 7♣ on trial; p1 holds 8♣."""
-    t = Table(small_deal(("4C 5C 6C", "7H 7S 7D"), ("8C 2D", STRAYS + " KD", "7C QD")))
+    t = Table(deal(table=("4C 5C 6C", "7H 7S 7D"), hands=("8C 2D", STRAYS + " KD", "7C QD"),
+                   direct=(P1, P2, P3)))
     run_id = t.board.where[card("4C")]
     t.apply(Declare(P2, cards(STRAYS + " KD")), 500)
     for c in cards(STRAYS):
@@ -218,7 +209,8 @@ def main() -> None:
     results += bench_steps(failing, [("conclude with failure (undo)", conclude)], reps)
 
     # M3.3: 14 hearts put down at once: regular round the circle, split 7 + 7 at once.
-    circle_table = Table(small_deal((), (" ".join(str(c) for c in circle) + " 2C", "", "")))
+    circle_table = Table(deal(hands=(" ".join(str(c) for c in circle) + " 2C", "", ""),
+                              direct=(P1, P2, P3)))
     circle_table.apply(Declare(P1, circle), 500)
 
     def direct_circle(t: Table) -> None:

@@ -19,7 +19,7 @@ from machiavelox.rules import (
 )
 from machiavelox.rules.state import CalataStatus
 
-from .helpers import P1, P2, cards, kinds, meld_with, melds, position
+from .sim.positions import P1, P2, cards, kinds, meld_with, melds, position
 
 
 def test_direct_meld_from_the_pozzetto_only_if_regular() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from machiavelox.rules import Attach, Cancel, Conclude, Declare, Move, Place, Table
 from machiavelox.rules.state import CalataStatus
 
-from .helpers import P1, P2, P3, cards, kinds, meld_with, melds, position
+from .sim.positions import P1, P2, P3, cards, kinds, meld_with, melds, position
 
 
 def test_disturbance_does_not_drag() -> None:

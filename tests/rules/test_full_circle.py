@@ -16,8 +16,8 @@ from machiavelox.rules.board import EXTRA_SPLIT_IDS, Board
 from machiavelox.rules.cards import ALL_CARDS, Card, Suit
 from machiavelox.rules.melds import run_order, split_long_run
 
-from .helpers import P1, cards, kinds, melds, position
-from .invariants import check_all
+from .sim.invariants import check_all
+from .sim.positions import P1, cards, kinds, melds, position
 
 
 def _suit(suit: Suit, copy: int) -> list[Card]:

@@ -30,8 +30,8 @@ from machiavelox.rules import (
     meld_status,
 )
 
-from .helpers import P1, P2, P3, cards, kinds, meld_with, melds, position
-from .invariants import check_all, open_touch
+from .sim.invariants import check_all, open_touch
+from .sim.positions import P1, P2, P3, cards, kinds, meld_with, melds, position
 
 
 def test_a_card_taken_from_a_half_works_on_the_joined_meld() -> None:

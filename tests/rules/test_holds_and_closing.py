@@ -20,7 +20,7 @@ from machiavelox.rules import (
     shuffled_deal,
 )
 
-from .helpers import P1, P2, P3, cards, kinds, meld_with, melds, position
+from .sim.positions import P1, P2, P3, cards, kinds, meld_with, melds, position
 
 
 def _two_declared() -> Table:

@@ -7,7 +7,7 @@ import pytest
 from machiavelox.rules import MeldKind, classify, is_regular
 from machiavelox.rules.melds import run_order, split_long_run, split_on_removal
 
-from .helpers import cards
+from .sim.positions import cards
 
 
 @pytest.mark.parametrize("text", ["5H 6H 7H", "7H 6H 5H", "QS KS AS 2S 3S", "AD 2D 3D",

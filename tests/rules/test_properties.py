@@ -18,11 +18,11 @@ explicit positions with consolidated melds on the table and hand cards that fit 
 set up for a rearrangement), so that attaches, moves, placements, direct melds, dependencies on
 cards on trial and chains happen often. The rules mix single actions (valid-looking and
 invalid), plans carried out over several steps (declare-move-place), the random players of the
-simulation (play.RandomPlayers) and time passing (to deadlines exactly, or 0-45 s).
+simulation (`sim.agents.HURRIED`) and time passing (to deadlines exactly, or 0-45 s).
 
-Stop!, GiveUp, Abandon, Ready, Leave and Liveness(False) are not generated. If time passing
-reaches a rule the engine does not implement (NotImplementedRuleError, e.g. the ending by count
-of M10 in part 1), the run stops there.
+Stop!, GiveUp, Abandon, Ready, Leave and Liveness(False) are not generated (the seeded
+smazzate of test_random_smazzate.py play those). The positions and the players are those of
+the simulation harness (`sim/`).
 """
 
 from __future__ import annotations
@@ -56,24 +56,23 @@ from machiavelox.rules import (
     Direct,
     Draw,
     Move,
-    NotImplementedRuleError,
     Phase,
     Place,
     Put,
     Release,
     RulesError,
     Seat,
-    Suit,
     Table,
     Take,
     Undeclare,
-    copies_of,
     shuffled_deal,
 )
-from machiavelox.rules.state import CalataStatus, PlayerState
 
-from .invariants import assert_refusal_changed_nothing, check_all, snapshot
-from .play import RandomPlayers, fits, leans, rearrangements, regular_subsets
+from .sim.agents import HURRIED, Agents, every_action
+from .sim.engine import PlayerState, calata_is_open, deadlines, live_ops
+from .sim.finders import Step, fits, leans, melds_among, rearrangements
+from .sim.invariants import assert_refusal_changed_nothing, check_all, snapshot
+from .sim.positions import explicit_deals
 
 T = TypeVar("T")
 
@@ -88,109 +87,6 @@ SETTINGS = (settings(max_examples=60, stateful_step_count=60, deadline=None,
 # Passing takes seconds; a failure is then shrunk by Hypothesis for up to 5 minutes, which must
 # not be cut short by the suite's 300 s per-test timeout (the report would lose the example).
 pytestmark = pytest.mark.timeout(900)
-
-
-# --------------------------------------------------------------------------- explicit deals
-def _run_faces(suit: Suit, start: int, length: int) -> list[tuple[int, Suit]]:
-    """A run of `length` faces from rank `start`, circular (M3.2)."""
-    return [((start - 1 + i) % 13 + 1, suit) for i in range(length)]
-
-
-@st.composite
-def _meld_faces(draw: st.DrawFn) -> list[tuple[int, Suit]]:
-    if draw(st.booleans()):
-        rank = draw(st.integers(1, 13))
-        suits = draw(st.permutations(list(Suit)))
-        return [(rank, s) for s in suits[:draw(st.integers(3, 4))]]  # M3.4
-    suit = draw(st.sampled_from(list(Suit)))
-    return _run_faces(suit, draw(st.integers(1, 13)), draw(st.integers(3, 7)))  # M3.1
-
-
-def _neighbours(meld: Sequence[Card]) -> list[tuple[int, Suit]]:
-    """Faces that could join or mirror a meld: the run's ends, a set's missing suits, and the
-    meld's own faces (the other copy, useful once cards are moved)."""
-    faces = [(c.rank, c.suit) for c in meld]
-    ranks = {c.rank for c in meld}
-    if len(ranks) == 1:
-        rank = meld[0].rank
-        faces += [(rank, s) for s in Suit if all(c.suit != s for c in meld)]
-    else:
-        suit = meld[0].suit
-        faces += [(r, suit) for r in ((min(ranks) - 2) % 13 + 1, max(ranks) % 13 + 1)]
-        faces += [(r % 13 + 1, suit) for r in ranks]
-    return faces
-
-
-@st.composite
-def explicit_deals(draw: st.DrawFn) -> Deal:
-    """A small position: 3-12 regular consolidated melds (some set up for a rearrangement),
-    hands rich in cards that fit them, often a ready direct meld in a hand, short talloni,
-    0-2 removed cards."""
-    free = set(ALL_CARDS)
-
-    def take_face(face: tuple[int, Suit]) -> Card | None:
-        options = [c for c in copies_of(*face) if c in free]
-        if not options:
-            return None
-        c = draw(st.sampled_from(options))
-        free.discard(c)
-        return c
-
-    def take_faces(faces: list[tuple[int, Suit]]) -> list[Card] | None:
-        if any(not any(c in free for c in copies_of(*f)) for f in faces):
-            return None
-        out = [take_face(f) for f in faces]
-        return [c for c in out if c is not None]
-
-    table: list[tuple[Card, ...]] = []
-    for _ in range(draw(st.integers(3, 8))):
-        meld = take_faces(draw(_meld_faces()))
-        if meld is not None:
-            table.append(tuple(meld))
-    hands: list[list[Card]] = [[], [], []]
-    for _ in range(draw(st.integers(1, 2))):
-        # A rearrangement waiting to happen (M5.3): a set of four r's and a run of suit s up
-        # to r-1, so that r(s) can move to the run and make room for (r+1)(s) from a hand;
-        # another player holds the other copy of (r+1)(s) and may lean on the moved card.
-        r, s = draw(st.integers(1, 13)), draw(st.sampled_from(list(Suit)))
-        run = take_faces(_run_faces(s, (r - 4) % 13 + 1, 3))
-        group = take_faces([(r, t) for t in Suit]) if run else None
-        extra = take_face((r % 13 + 1, s)) if group else None
-        if run and group and extra:
-            table += [tuple(run), tuple(group)]
-            who = draw(st.sampled_from(SEATS))
-            hands[who].append(extra)
-            rival = take_face((r % 13 + 1, s))  # the other copy: a race for the same spot
-            if rival is not None:
-                hands[(who + 1 + draw(st.integers(0, 1))) % 3].append(rival)
-    related = sorted({f for m in table for f in _neighbours(m)})
-    for hand in hands:
-        for _ in range(draw(st.integers(3, 9))):
-            if draw(st.integers(0, 3)) != 3 and related:
-                c = take_face(draw(st.sampled_from(related)))
-            else:
-                c = take_face(draw(st.sampled_from(sorted({(c.rank, c.suit) for c in free}))))
-            if c is not None:
-                hand.append(c)
-        if not draw(st.booleans()):  # a ready direct meld (M5.1)
-            planted = take_faces(draw(_meld_faces()))
-            if planted is not None:
-                hand += planted
-    talloni = []
-    for _ in SEATS:
-        size = draw(st.integers(1, 8))
-        tallone = draw(st.lists(st.sampled_from(sorted(free)), max_size=size, unique=True))
-        free.difference_update(tallone)
-        talloni.append(tuple(tallone))
-    removed = draw(st.lists(st.sampled_from(sorted(free)), max_size=2, unique=True))
-    return Deal(
-        removed=tuple(removed),
-        talloni=(talloni[0], talloni[1], talloni[2]),
-        hands=(tuple(hands[0]), tuple(hands[1]), tuple(hands[2])),
-        table=tuple(table),
-        drawn=draw(st.frozensets(st.sampled_from(SEATS))),
-        direct_meld=draw(st.frozensets(st.sampled_from(SEATS))),
-    )
 
 
 # --------------------------------------------------------------------------- the machine
@@ -220,9 +116,8 @@ class TableMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._table: Table | None = None
-        self._players: RandomPlayers | None = None
-        self.plans: dict[Seat, list[Action]] = {}  # intentions being carried out, per player
-        self.finished = False  # the run reached a part-2 rule (M10 ending by count)
+        self._players: Agents | None = None
+        self.plans: dict[Seat, list[Step]] = {}  # intentions being carried out, per player
 
     @property
     def table(self) -> Table:
@@ -232,7 +127,7 @@ class TableMachine(RuleBasedStateMachine):
     # -- set-up ---------------------------------------------------------------------------
     def start(self, deal: Deal) -> None:
         self._table = Table(deal)
-        self._players = RandomPlayers(random.Random(0), self._table)
+        self._players = Agents(random.Random(0), self._table, HURRIED)
 
     # -- helpers --------------------------------------------------------------------------
     def pick(self, data: st.DataObject, options: Sequence[T]) -> T:
@@ -241,15 +136,12 @@ class TableMachine(RuleBasedStateMachine):
     def act(self, action: Action) -> bool:
         """Apply at the current time; a refusal must be a RulesError that changes nothing.
         Returns whether the action was accepted."""
-        if self.finished:
-            return False
         t = self.table
         before = snapshot(t)
         note(f"at {t.now_ms} ms: {action}")  # shown with a failing example
         try:
             t.apply(action, t.now_ms)
         except RulesError as err:
-            assert not isinstance(err, NotImplementedRuleError), f"{action}: {err}"
             assert_refusal_changed_nothing(before, t, action)
             event(f"refused {type(action).__name__} {err.code}")
             return False
@@ -262,19 +154,13 @@ class TableMachine(RuleBasedStateMachine):
             return True
 
     def advance_to(self, at_ms: int) -> None:
-        if self.finished:
-            return
         if at_ms > self.table.now_ms:
             note(f"time passes to {at_ms} ms")
-        try:
-            self.table.advance(at_ms)
-        except NotImplementedRuleError:
-            self.finished = True  # M10 (all talloni empty): part 2
-            event("finished: ending by count (part 2)")
+        self.table.advance(at_ms)
 
     def someone(self, wanted: Callable[[PlayerState], bool]) -> bool:
         """Precondition: some player for whom the action makes sense, in a live game."""
-        if self._table is None or self.finished or self.table.phase is not Phase.PLAYING:
+        if self._table is None or self.table.phase is not Phase.PLAYING:
             return False
         return any(wanted(p) for p in self.table.players)
 
@@ -315,7 +201,7 @@ class TableMachine(RuleBasedStateMachine):
         return self.pick(data, sorted(pool))
 
     def fits(self, cards: Collection[Card]) -> list[tuple[Card, int]]:
-        return fits(self.table, cards)
+        return fits(self.table, cards, partial=True)
 
     def pick_fit(self, data: st.DataObject, spots: list[tuple[Card, int]],
                  p: Seat) -> tuple[Card, int]:
@@ -343,7 +229,7 @@ class TableMachine(RuleBasedStateMachine):
         """M5.3 DECLARE (M5.3.4: also into an open calata)."""
         p = self.seat(data, _has_hand)
         hand = sorted(self.table.players[p].hand)
-        triples = regular_subsets(hand, (3,), 20)
+        triples = [m for m in melds_among(hand) if len(m) == 3]
         if triples and not data.draw(st.booleans()):
             self.act(Declare(p, self.pick(data, triples)))  # ready for a direct meld
         else:
@@ -361,7 +247,7 @@ class TableMachine(RuleBasedStateMachine):
         """M5.1: pozzetto subsets, regular (when there is one) or not."""
         p = self.seat(data, _has_pozzetto)
         pozzetto = sorted(self.table.players[p].pozzetto)
-        regular = regular_subsets(pozzetto, (3, 4, 5))
+        regular = melds_among(pozzetto)
         if regular and not self.rare(data, 4):
             self.act(Direct(p, self.pick(data, regular[:30])))
         else:
@@ -374,8 +260,9 @@ class TableMachine(RuleBasedStateMachine):
         step, while the others play); sometimes the plan stops after the move, leaving work on
         trial for the others to lean on and for the timeout or a conclusion to judge."""
         t = self.table
+        rng = data.draw(st.randoms(use_true_random=False))
         options = [(s, plan) for s in SEATS if _can_attach(t.players[s])
-                   for plan in rearrangements(t, s, limit=8)]
+                   for plan in rearrangements(t, s, rng, limit=8)]
         if not options:
             return
         p, plan = self.pick(data, options)
@@ -387,7 +274,7 @@ class TableMachine(RuleBasedStateMachine):
     def work_on_trial(self) -> bool:
         t = self.table
         return self.someone(_in_calata) and any(
-            t.calate[op.calata].status is CalataStatus.OPEN for op in t.live_ops())
+            calata_is_open(t, op.calata) for op in live_ops(t))
 
     @precondition(lambda self: self.work_on_trial())
     @rule(data=st.data())
@@ -412,7 +299,10 @@ class TableMachine(RuleBasedStateMachine):
     def follow(self, p: Seat) -> None:
         """The next action of `p`'s plan; a refusal (the table changed) drops the plan."""
         plan = self.plans.get(p, [])
-        if plan and not self.act(plan.pop(0)):
+        if not plan:
+            return
+        action = plan.pop(0)(self.table)  # None: the plan went stale
+        if action is None or not self.act(action):
             plan.clear()
 
     @precondition(lambda self: self.someone(_has_hand))
@@ -422,7 +312,7 @@ class TableMachine(RuleBasedStateMachine):
         down (other players would otherwise often get in between)."""
         p = self.seat(data, _has_hand)
         ps = self.table.players[p]
-        options = regular_subsets(ps.hand)
+        options = melds_among(ps.hand)
         if not options:
             return
         chosen = self.pick(data, options)
@@ -515,11 +405,9 @@ class TableMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def random_player(self, data: st.DataObject) -> None:
-        """One to eight steps of the random players of the simulations (play.RandomPlayers:
+        """One to eight steps of the random players of the simulations (`sim.agents.HURRIED`:
         sensible moves, plans over several steps, time passing), their dice thrown by
         Hypothesis."""
-        if self.finished:
-            return
         players = self._players
         assert players is not None
         players.rng = data.draw(st.randoms(use_true_random=False))
@@ -539,27 +427,14 @@ class TableMachine(RuleBasedStateMachine):
         some = tuple(data.draw(st.lists(st.sampled_from(ALL_CARDS), max_size=4)))
         mid = self.meld_id(data)
         maybe: int | None = None if data.draw(st.booleans()) else self.meld_id(data)
-        options: list[Action] = [
-            Draw(p), Declare(p, some), Undeclare(p, some), Direct(p, some), Attach(p, c, mid),
-            Place(p, c, mid), Take(p, c, mid), Put(p, maybe), Move(p, c, mid, maybe),
-            Release(p), Conclude(p), Cancel(p),
-        ]
-        self.act(self.pick(data, options))
+        self.act(self.pick(data, every_action(p, c, some, mid, maybe, endgame=False)))
 
     @rule(data=st.data())
     def clock(self, data: st.DataObject) -> None:
         """Time passes: 0-45 s, or exactly to (or next to) a pending deadline (M5.0.1 calata,
         M5.5.8 consolidation, M6.3 hold, M7.1 inactivity)."""
-        if self.finished:
-            return
         t = self.table
-        deadlines = [t.inactivity_ms]
-        deadlines += [p.hold.deadline_ms for p in t.players if p.hold is not None]
-        for cal in t.calate.values():
-            if cal.status is CalataStatus.OPEN and cal.deadline_ms is not None:
-                deadlines.append(cal.deadline_ms)
-            if cal.status is CalataStatus.CONFIRMED and cal.consolidate_ms is not None:
-                deadlines.append(cal.consolidate_ms)
+        due = deadlines(t)
         mode = data.draw(st.integers(0, 9))
         if mode == 9 and t.now_ms > 0:  # time never goes back: refused, nothing changes
             before = snapshot(t)
@@ -570,8 +445,8 @@ class TableMachine(RuleBasedStateMachine):
             else:
                 raise AssertionError("advance went back in time")
             return
-        if mode >= 5:
-            target = self.pick(data, sorted(set(deadlines))) + self.pick(data, (0, 0, -1, 1))
+        if mode >= 5 and due:
+            target = self.pick(data, sorted(set(due))) + self.pick(data, (0, 0, -1, 1))
             self.advance_to(max(target, t.now_ms))
         else:
             self.advance_to(t.now_ms + data.draw(st.integers(0, 45_000)))
@@ -580,7 +455,7 @@ class TableMachine(RuleBasedStateMachine):
     @invariant()
     def engine_invariants(self) -> None:
         """M1.1, M3/M5.4, replay, live board = replay of live ops, P5 views."""
-        if self._table is None or self.finished:
+        if self._table is None:
             return
         check_all(self.table)
 

@@ -14,7 +14,7 @@ from machiavelox.rules import (
     view_for,
 )
 
-from .helpers import P1, P2, P3, cards, position
+from .sim.positions import P1, P2, P3, cards, position
 
 
 def test_a_deal_has_104_cards_two_removed_and_three_talloni_of_34() -> None:

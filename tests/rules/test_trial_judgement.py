@@ -15,9 +15,9 @@ from machiavelox.rules.cards import ALL_CARDS
 from machiavelox.rules.state import CalataStatus
 from machiavelox.rules.trial import order_key, viable
 
-from .helpers import P1, P2, P3, cards, kinds, meld_with, melds, position
-from .invariants import check_all
-from .oracle import oracle_judgement
+from .sim.invariants import check_all
+from .sim.oracle import oracle_judgement
+from .sim.positions import P1, P2, P3, cards, kinds, meld_with, melds, position
 
 
 def _strays(n: int) -> str:
@@ -118,7 +118,7 @@ def test_a_set_needs_one_trial_suit_of_those_that_could_complete_it() -> None:
 def test_trial_work_that_never_helps_is_no_work_at_all() -> None:
     """M5.4.3: p1's own meld is irregular whatever the others' trial work does (a lone 8♣
     moved into a new meld): the verdict names the meld, needs nothing, and the brute-force
-    oracle (tests/rules/oracle.py) agrees."""
+    oracle (tests/rules/sim/oracle.py) agrees."""
     t = position(table=("4C 5C 6C 7C 8C",), hands=("KD", "3C 9C QS", ""))
     run = meld_with(t, "4C")
     t.apply(Declare(P2, cards("3C 9C QS")), 1000)

@@ -5,7 +5,7 @@
   the judged player the same verdict after each of its moves (what falls, what it needed) and
   the same outcome (§5.4: "Attaccare carte a caso alle giocate degli altri per farle cadere
   diventa una strategia ineffettiva").
-- The judgement equals a brute-force oracle (tests/rules/oracle.py: every subset of the trial
+- The judgement equals a brute-force oracle (tests/rules/sim/oracle.py: every subset of the trial
   ops on a meld, smallest first, in order of arrival, each judged on a replay of the whole
   table) after every action of random play on small random positions.
 - A replay of one lineage on a cut board (judge.py, board.py "Cut boards") is that lineage in
@@ -40,14 +40,10 @@ from machiavelox.rules import (
     Table,
     card,
 )
-from machiavelox.rules import judge as judge_module
-from machiavelox.rules.board import replay
-from machiavelox.rules.deps import closure, dependents
 
-from .helpers import P1, P2, P3, cards, position
-from .oracle import TooBig, oracle_judgement
-from .play import RandomPlayers
-from .test_properties import explicit_deals
+from .sim.agents import HURRIED, Agents
+from .sim.oracle import TooBig, cut_replay_mismatches, engine_judgement, oracle_judgement
+from .sim.positions import P1, P2, P3, cards, explicit_deals, position
 
 DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
 EXAMPLES = int(os.environ.get("MACHIAVELOX_HYPOTHESIS_EXAMPLES", "60"))
@@ -178,13 +174,13 @@ def test_stray_trial_cards_never_change_a_judgement(scripts: tuple[list[Step], l
        steps=st.integers(10, 80))
 def test_the_judgement_equals_the_brute_force_oracle(deal: Deal, rng: random.Random,
                                                      steps: int) -> None:
-    """After every action of random play (play.RandomPlayers: sensible moves, leaning on
+    """After every action of random play (`sim.agents.HURRIED`: sensible moves, leaning on
     other players' trial cards, rearrangements, time passing), every open calata's verdict
     (irregular melds, what falls, what each own op needed) is the oracle's. Without the exact
     search, the verdict would differ wherever a needed trial op was not among those searched,
     or a cheaper or earlier set was missed."""
     t = Table(deal)
-    players = RandomPlayers(rng, t)
+    players = Agents(rng, t, HURRIED)
     compared = 0
     for _ in range(steps):
         if t.phase is not Phase.PLAYING:
@@ -205,9 +201,7 @@ def test_the_judgement_equals_the_brute_force_oracle(deal: Deal, rng: random.Ran
             except TooBig:
                 event("a meld with too many trial ops for the oracle")
                 continue
-            verdict = judge_module.judge(t, cal)
-            assert (verdict.irregular, verdict.fail_ops, verdict.needs) == want, \
-                f"{cal.player}'s calata at {t.now_ms} ms"
+            assert engine_judgement(t, cal) == want, f"{cal.player}'s calata at {t.now_ms} ms"
             compared += 1
             if want[2]:
                 event("a verdict with needed trial work")
@@ -226,7 +220,7 @@ def test_a_cut_replay_is_that_lineage_in_the_whole_replay(deal: Deal, rng: rando
     random sets of live ops left out with everything that stands on them. If an op could
     change a lineage it does not name, the judgement's replays would be wrong."""
     t = Table(deal)
-    players = RandomPlayers(rng, t)
+    players = Agents(rng, t, HURRIED)
     for _ in range(steps):
         p = rng.choice(SEATS)
         action = players.choose(p)
@@ -238,21 +232,9 @@ def test_a_cut_replay_is_that_lineage_in_the_whole_replay(deal: Deal, rng: rando
             players.plans.pop(p, None)
         if t.phase is not Phase.PLAYING:
             break
-    live = t.live_ops()
+    live = [op.seq for op in t.live_ops()]
     if not live:
         return
     for _ in range(4):
-        out = closure(dependents(t, live), pick.sample([op.seq for op in live],
-                                                       pick.randint(0, len(live))))
-        whole, stuck = replay(t.base, [op for op in live if op.seq not in out])
-        assert not stuck, "a set closed under dependencies always replays"
-        ctx = judge_module._Context(t, t.board, [], live)
-        roots = {ctx.root(m) for m in (*whole.melds, *t.base.melds)}
-        for root in roots:
-            made = ctx.replay_root(root, frozenset(out))
-            assert made is not None
-            cut, _ = made
-            want = {m: sorted(cs) for m, cs in whole.melds.items() if ctx.root(m) == root}
-            got = {m: sorted(cs) for m, cs in cut.melds.items()}
-            assert got == want, f"lineage {root}"
-
+        left_out = pick.sample(live, pick.randint(0, len(live)))
+        assert not cut_replay_mismatches(t, left_out), f"leaving out {left_out}"

@@ -28,10 +28,6 @@ class ConflictError(IllegalActionError):
     """Another player got there first (M6.4): the slower action is refused."""
 
 
-class NotImplementedRuleError(RulesError):
-    """A rule of a later part of the engine (shown as 'not implemented yet')."""
-
-
 def invalid(code: str, message: str) -> InvalidActionError:
     return InvalidActionError(code, message)
 

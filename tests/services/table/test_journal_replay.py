@@ -1,7 +1,7 @@
 """Property test: for random games, a table replayed from its journal is the live table.
 
-The random players of the rules' property tests (tests/rules/play.py) play a single or a long
-match on a `TableHost` with a journal, with time passing, timer advances, presence changes
+The random players of the rules' property tests (tests/rules/sim/agents.py) play a single or
+a long match on a `TableHost` with a journal, with time passing, timer advances, presence changes
 (M11), Stop! (M9), give-ups and abandons (M11.6), the long match's pause (M13.4, M13.5) and
 restarts (`resume`). At the end, and at a random point mid-game, `TableHost.restore` from the
 journal's bytes must give exactly the live table's events (every field, every sequence
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from machiavelox import codec, rules
 from machiavelox.platform.errors import ServiceError
 from machiavelox.table.host import INTERRUPTED, TableHost
-from tests.rules.play import RandomPlayers
+from tests.rules.sim.agents import Agents
 
 DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=DERANDOMIZE, database=None)
@@ -48,7 +48,7 @@ def _same(live: TableHost, replayed: TableHost) -> None:
         assert replayed.view(seat) == live.view(seat)
 
 
-def _step(host: TableHost, rng: random.Random, players: RandomPlayers, wall: int) -> int:
+def _step(host: TableHost, rng: random.Random, players: Agents, wall: int) -> int:
     """One random input to the table at about `wall`; the wall clock after it."""
     wall += rng.choice([0, 5, 50, 400, 2_000, 9_000, 41_000])
     roll = rng.random()
@@ -90,7 +90,7 @@ def test_a_replayed_journal_gives_the_live_table(seed: int, long_match: bool,
     kind = rules.MatchKind.LONG if long_match else rules.MatchKind.SINGLE
     host = TableHost("t-1", PLAYERS, kind, competitive=not long_match,
                      created_wall_ms=ORIGIN_MS, deal=rules.shuffled_deal(seed))
-    players = RandomPlayers(random.Random(seed + 1), host.match.table)
+    players = Agents(random.Random(seed + 1), host.match.table)
     wall = ORIGIN_MS
     middle = rng.randrange(steps)
     for i in range(steps):

@@ -1,4 +1,4 @@
-"""Invariants of the rules engine, shared by the property tests and the random-replay test.
+"""Invariants of the rules engine, shared by the property tests and the seeded simulations.
 
 Each check raises AssertionError with a message naming the rule it protects. `check_all` runs
 every check that holds at any moment of a game; `assert_refusal_changed_nothing` is the check
@@ -26,7 +26,7 @@ from machiavelox.rules import (
     Seat,
     Table,
     is_regular,
-    timers,
+    timers,  # internal: its cache is checked (check_timer_cache)
     view_for,
 )
 from machiavelox.rules.board import replay
@@ -199,8 +199,11 @@ def check_live_board_is_replay(table: Table) -> None:
 
 
 def check_replay(table: Table) -> None:
-    """Determinism: (deal, action log) rebuilds the same table (rules/__init__: replayable)."""
+    """Determinism: (deal, action log) rebuilds the same table, events included
+    (rules/__init__: replayable; docs/rules-engine.md: `Table.replay`)."""
     again = Table.replay(table.deal, table.log, now_ms=table.now_ms, start_ms=table.start_ms)
+    assert [str(e) for e in again.events] == [str(e) for e in table.events], (
+        "replay: the events differ")
     a, b = snapshot(table), snapshot(again)
     if a != b:
         diff = [f.name for f in dataclasses.fields(Snapshot)

@@ -1,4 +1,5 @@
-"""A brute-force oracle for the judgement of a calata (M5.4): the definition, searched naively.
+"""A brute-force oracle for the judgement of a calata (M5.4): the definition, searched naively;
+and the engine's side of the comparisons (`engine_judgement`, `cut_replay_mismatches`).
 
 It knows nothing of how `rules.judge` and `rules.trial` find their answer. For every meld the
 calata touched (and every meld it emptied), with the other calate's work related to it:
@@ -17,9 +18,11 @@ Exponential in the trial ops on a meld: for small positions only (`MAX_TRIAL_OPS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import combinations
 
 from machiavelox.rules import Table, is_regular
+from machiavelox.rules import judge as judge_module
 from machiavelox.rules.board import Board, Op, replay
 from machiavelox.rules.cards import Card
 from machiavelox.rules.deps import closure, dependents
@@ -140,3 +143,33 @@ def _card_sources(own: list[Op], live: list[Op]) -> set[int]:
         out.add(seq)
         stack.extend(p for p in by_seq[seq].prev if p is not None)
     return out
+
+
+# --------------------------------------------------------------------------- the engine's side
+def engine_judgement(table: Table, cal: Calata) -> tuple[frozenset[int], frozenset[int],
+                                                         dict[int, frozenset[int]]]:
+    """The engine's verdict on the calata (`rules.judge.judge`), in the oracle's terms."""
+    verdict = judge_module.judge(table, cal)
+    return verdict.irregular, verdict.fail_ops, verdict.needs
+
+
+def cut_replay_mismatches(table: Table, left_out: Iterable[int]) -> list[int]:
+    """board.py "Cut boards": the lineage roots whose replay on a board cut to that lineage
+    (only the live ops that name it, `judge._Context.replay_root`) differs from the lineage's
+    melds (ids and cards) in the replay of the whole table, with the ops `left_out` and
+    everything that stands on them left out."""
+    live = table.live_ops()
+    out = closure(dependents(table, live), left_out)
+    whole, stuck = replay(table.base, [op for op in live if op.seq not in out])
+    assert not stuck, "a set closed under dependencies always replays"
+    ctx = judge_module._Context(table, table.board, [], live)
+    wrong: list[int] = []
+    for root in sorted({ctx.root(m) for m in (*whole.melds, *table.base.melds)}):
+        made = ctx.replay_root(root, frozenset(out))
+        assert made is not None
+        cut, _ = made
+        want = {m: sorted(cs) for m, cs in whole.melds.items() if ctx.root(m) == root}
+        got = {m: sorted(cs) for m, cs in cut.melds.items()}
+        if got != want:
+            wrong.append(root)
+    return wrong
