@@ -87,6 +87,10 @@ class Op:
     touched: tuple[int, ...] = ()
     needs: frozenset[int] = frozenset()  # other calate's ops this op needed (M5.4.4, M5.5.2)
     from_common: bool = False  # a card of the tiebreak's common pozzetto (M10.2)
+    # M6.5 decision: the moves of a reserved card in its ping-pong are one unit of the reserved
+    # player's work (they stand or fall together: deps.dependents); the unit's id (the seq of
+    # the episode's first move), None for every other op.
+    bundle: int | None = None
 
     def refresh_ids(self, touched: tuple[int, ...]) -> None:
         """The op was replayed on a new live board (an undo): record the melds it touched

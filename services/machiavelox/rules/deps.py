@@ -1,4 +1,5 @@
-"""The dependency graph of the live ops, reversed: who falls if this op falls (M5.5.1-M5.5.2).
+"""The dependency graph of the live ops, reversed: who falls if this op falls (M5.5.1-M5.5.2;
+the moves of a reserved card in its ping-pong as one unit, M6.5 decision).
 
 An op depends on the ops that last moved its cards (`Op.prev`) and on the other calate's ops it
 needed (`Op.needs` once its calata concluded, `Calata.needs` while it is open). Built once per
@@ -29,6 +30,7 @@ def dependents(table: TableState, live: Sequence[Op],
     """seq -> the live ops that depend on it directly. `ignore_needs_of`: ops whose needs are
     being recomputed (a calata under judgement) and so must not count."""
     rev: dict[int, list[int]] = {}
+    bundles: dict[int, list[int]] = {}
     for op in live:
         for p in op.prev:
             if p is not None:
@@ -36,6 +38,12 @@ def dependents(table: TableState, live: Sequence[Op],
         if op.seq not in ignore_needs_of:
             for n in needs_of(table, op):
                 rev.setdefault(n, []).append(op.seq)
+        if op.bundle is not None:
+            bundles.setdefault(op.bundle, []).append(op.seq)
+    for seqs in bundles.values():  # M6.5 decision: one unit (a cycle: each reaches all)
+        for a, b in zip(seqs, seqs[1:] + seqs[:1], strict=True):
+            if a != b:
+                rev.setdefault(a, []).append(b)
     return rev
 
 

@@ -66,7 +66,8 @@ def record_op(t: TableState, ps: PlayerState, kind: OpKind, cards: tuple[Card, .
     target = ids.new if dst is None else dst
     prev = tuple(t.board.last_op.get(c) for c in cards) if src_zone is Zone.TABLE else ()
     op = Op(t.next_op_seq(), ps.seat, cal.id, kind, cards, src_zone, src_meld, target, ids,
-            t.now_ms, prev=prev, from_common=from_common)
+            t.now_ms, prev=prev, from_common=from_common,
+            bundle=pingpong.bundle_of(t, ps, cards[0]) if src_zone is Zone.TABLE else None)
     if src_meld is not None:
         t.parents[ids.removal_split] = src_meld
         t.creators[ids.removal_split] = op.seq

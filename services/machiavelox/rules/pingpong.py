@@ -9,10 +9,13 @@ the card.
 
 Giving it up (M6.5 decision, with M5.5.1): at the reservation, every move of the card in the
 episode made by another player's open calata becomes the reserved player's work: the op moves
-to the reserved player's calata. So those moves are no longer a dependency of the reserved
-player's work; if the others' calate then fail, are void or are cancelled, the card stays where
-the episode left it, as though the reserved player had taken it from where it stood before any
-of them moved it, and the removal from that meld is judged as the reserved player's own work.
+to the reserved player's calata. The episode's moves of the card (and the reserved player's
+later ones while it is reserved) are then one unit, `Op.bundle`: the card's journey stands or
+falls whole (deps.dependents), and judging others' work leaves it out whole or not at all.
+So those moves are no longer a dependency of the reserved player's work; if the others'
+calate then fail, are void or are cancelled, the card stays where the episode left it, as
+though the reserved player had taken it from where it stood before any of them moved it, and
+the removal from that meld is judged as the reserved player's own work.
 """
 
 from __future__ import annotations
@@ -66,9 +69,13 @@ def _give_up(t: TableState, ep: Episode, owner: Calata) -> list[Calata]:
     """M6.5 decision: the others' moves of the reserved card in the episode become the work
     of the reserved player's calata `owner`; the calate that lost them."""
     losers: dict[int, Calata] = {}
+    bundle = ep.ops[0]
     for seq in ep.ops:
         op = t.ops.get(seq)
-        if op is None or op.calata == owner.id:
+        if op is None:
+            continue
+        if op.calata == owner.id:
+            op.bundle = bundle
             continue
         cal = t.calate[op.calata]
         if cal.status is not CalataStatus.OPEN:
@@ -76,9 +83,19 @@ def _give_up(t: TableState, ep: Episode, owner: Calata) -> list[Calata]:
         cal.ops.remove(seq)
         cal.needs.pop(seq, None)
         op.player, op.calata, op.needs = owner.player, owner.id, frozenset()
+        op.bundle = bundle
         bisect.insort(owner.ops, seq)
         losers[cal.id] = cal
     return list(losers.values())
+
+
+def bundle_of(t: TableState, ps: PlayerState, card: Card) -> int | None:
+    """The unit a new move of `card` by `ps` joins: its ping-pong's, while it is reserved to
+    them (M6.5 decision)."""
+    if t.reserved.get(card) != ps.seat:
+        return None
+    ep = t.episodes.get(card)
+    return ep.ops[0] if ep is not None and ep.ops else None
 
 
 def calata_ended(t: TableState, cal: Calata) -> None:

@@ -21,7 +21,7 @@ of two copies that could fill a gap, the branches are the same table but for one
 first to arrive wins the merge. When nothing on the lineage can ever split, strays are left out
 before the replay starts (`Search._hopeless`). What is left at the end is judged exactly as the
 judgement does (`judge.py`), so the answer is the one a search of every subset would give
-(tests/rules/oracle.py), without searching them. Small answers are looked for first (branches
+(tests/rules/sim/oracle.py), without searching them. Small answers are looked for first (branches
 with at most 2 trial ops), then, for the melds still without one, with no limit. Nothing is
 capped: the work is linear in the ops on the lineage times the branches alive, and branches
 alive are tables the cards can still make regular.
