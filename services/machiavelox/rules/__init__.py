@@ -37,7 +37,14 @@ from .errors import (
 )
 from .events import Event, EventKind
 from .match import Match, MatchKind, MatchResult
-from .melds import MeldKind, classify, display_order, is_regular
+from .melds import (
+    MeldKind,
+    classify,
+    display_order,
+    is_regular,
+    split_long_run,
+    split_on_removal,
+)
 from .seats import SEATS, Seat
 from .state import (
     ABANDON_MS,
@@ -117,5 +124,7 @@ __all__ = [
     "meld_status",
     "parse_face",
     "shuffled_deal",
+    "split_long_run",
+    "split_on_removal",
     "view_for",
 ]
