@@ -78,11 +78,12 @@ T = TypeVar("T")
 
 # CI (CI=true) explores a fixed, derandomized set of examples so a landing is reproducible;
 # developers' runs explore new random examples every time (MACHIAVELOX_HYPOTHESIS_RANDOM=1
-# forces that in CI too).
+# forces that in CI too; MACHIAVELOX_HYPOTHESIS_EXAMPLES sets how many, for long explorations).
 DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
-SETTINGS = (settings(max_examples=60, stateful_step_count=60, deadline=None,
+EXAMPLES = int(os.environ.get("MACHIAVELOX_HYPOTHESIS_EXAMPLES", "60"))
+SETTINGS = (settings(max_examples=EXAMPLES, stateful_step_count=60, deadline=None,
                      derandomize=True, database=None) if DERANDOMIZE
-            else settings(max_examples=60, stateful_step_count=60, deadline=None))
+            else settings(max_examples=EXAMPLES, stateful_step_count=60, deadline=None))
 
 # Passing takes seconds; a failure is then shrunk by Hypothesis for up to 5 minutes, which must
 # not be cut short by the suite's 300 s per-test timeout (the report would lose the example).
