@@ -7,10 +7,12 @@ a crash, and never reaches the engine.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2 as pb
 from machiavelox.platform.errors import ServiceError, invalid_argument
-from machiavelox.rules import CardStatus, PlayerView
+from machiavelox.rules import CardStatus, MeldView, PlayerView, SeatView, TableCard
 
 _SEAT_TO_PB = {rules.Seat.P1: pb.SEAT_P1, rules.Seat.P2: pb.SEAT_P2, rules.Seat.P3: pb.SEAT_P3}
 _PHASE_TO_PB = {"playing": pb.PHASE_PLAYING, "frozen": pb.PHASE_FROZEN,
@@ -235,4 +237,102 @@ def view_to_pb(view: PlayerView, table_id: str, phase: str, statuses: list[str])
         common=[card_to_pb(c) for c in view.common],
         inactivity_ms=view.inactivity_ms or 0,
         result=result_to_pb(view.result),
+    )
+
+
+# ---------------------------------------------------------------------------- views, read back
+_PHASE_FROM_PB: dict[int, str] = {wire: word for word, wire in _PHASE_TO_PB.items()}
+_CARD_STATUS_FROM_PB: dict[int, CardStatus] = {
+    wire: status for status, wire in _CARD_STATUS_TO_PB.items()}
+# the wire's status is the match's word (dormant, frozen: P4, M9.2); the view's is the
+# player's own status, dormancy apart (rules.view: `SeatView.dormant`)
+_STATUS_FROM_PB: dict[int, str] = {
+    pb.PLAYER_STATUS_ACTIVE: "active", pb.PLAYER_STATUS_DORMANT: "active",
+    pb.PLAYER_STATUS_FROZEN: "active", pb.PLAYER_STATUS_ELIMINATED: "eliminated",
+    pb.PLAYER_STATUS_ABANDONED: "abandoned", pb.PLAYER_STATUS_OUT: "out"}
+
+
+def _seat_or_none(value: int) -> rules.Seat | None:
+    return None if value == pb.SEAT_UNSPECIFIED else seat_from_pb(value)
+
+
+_T = TypeVar("_T")
+
+
+def _known(table: dict[int, _T], value: int, what: str) -> _T:
+    if value not in table:
+        raise invalid_argument("request/bad-view", f"unknown {what} {value}")
+    return table[value]
+
+
+def result_from_pb(msg: pb.SmazzataResult) -> rules.SmazzataResult:
+    scores = tuple(msg.scores)
+    if len(scores) != 3:
+        raise invalid_argument("request/bad-view", f"a result has 3 scores, not {len(scores)}")
+    return rules.SmazzataResult(winner=_seat_or_none(msg.winner),
+                                scores=(scores[0], scores[1], scores[2]), ending=msg.ending,
+                                draw=tuple(seat_from_pb(s) for s in msg.draw))
+
+
+def view_from_pb(msg: pb.PlayerView, tiebreak: tuple[rules.Seat, ...] | None = None,
+                 reserved: tuple[tuple[rules.Card, rules.Seat], ...] = ()) -> PlayerView:
+    """The engine's view read back from the wire (the inverse of `view_to_pb`), for clients
+    and network bots: exactly what the player was sent, nothing more.
+
+    The wire does not carry the tied players of a tiebreak, the ping-pong reservations
+    (M6.5), the Stop!'s and the tiebreak's end (derivable from the events' `at_ms`) nor when a
+    dormant player fell silent: `tiebreak` and `reserved` are what the caller learnt from the
+    `tiebreak` and `reserved` events; without `tiebreak`, in a tiebreak the tied players are
+    those in play with no card of their own (M10.2: they uncovered them all into the common
+    pozzetto); the rest is None."""
+    phase = _known(_PHASE_FROM_PB, msg.phase, "phase")
+    if len(msg.seats) != 3:
+        raise invalid_argument("request/bad-view", f"a view has 3 seats, not {len(msg.seats)}")
+    seats = tuple(
+        SeatView(
+            seat=seat_from_pb(s.seat),
+            status=_known(_STATUS_FROM_PB, s.status, "player status"),
+            hand_count=s.hand_count,
+            pozzetto=cards_from_pb(s.pozzetto),
+            tallone_count=s.tallone_count,
+            calata_open=s.calata_open,
+            calata_deadline_ms=s.calata_deadline_ms or None,
+            zone=tuple(s.zone),
+            holding=card_from_pb(s.holding) if s.HasField("holding") else None,
+            dormant=s.status == pb.PLAYER_STATUS_DORMANT,
+            silent_since_ms=None,
+            abandon_at_ms=s.abandon_at_ms or None,
+            said_stop=s.said_stop,
+        )
+        for s in msg.seats)
+    table = tuple(
+        MeldView(
+            id=m.id,
+            cards=tuple(TableCard(card_from_pb(tc.card),
+                                  _known(_CARD_STATUS_FROM_PB, tc.status, "card status"),
+                                  _seat_or_none(tc.trial_by), _seat_or_none(tc.held_by))
+                        for tc in m.cards),
+            regular=m.regular,
+            status=_known(_CARD_STATUS_FROM_PB, m.status, "meld status"),
+        )
+        for m in msg.table)
+    if tiebreak is None:  # M10.2: the tied players uncovered all their cards
+        tiebreak = tuple(s.seat for s in seats if phase == "tiebreak" and s.status == "active"
+                         and s.hand_count == 0 and not s.pozzetto)
+    return PlayerView(
+        viewer=_seat_or_none(msg.viewer),
+        now_ms=msg.now_ms,
+        phase=phase,
+        removed=cards_from_pb(msg.removed),
+        hand=cards_from_pb(msg.hand),
+        seats=(seats[0], seats[1], seats[2]),
+        table=table,
+        result=result_from_pb(msg.result) if msg.HasField("result") else None,
+        stopper=_seat_or_none(msg.stopper),
+        stop_ends_ms=None,
+        tiebreak=tiebreak,
+        common=cards_from_pb(msg.common),
+        tiebreak_ends_ms=None,
+        inactivity_ms=msg.inactivity_ms or None,
+        reserved=reserved,
     )

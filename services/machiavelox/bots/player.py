@@ -1,12 +1,31 @@
-"""One bot: logs in through the gateway, queues in the agorà, plays its table to the end."""
+"""One bot: logs in through the gateway, queues in the agorà, plays its table to the end.
+
+A bot plays at a level: `basic` (today's bots: `strategy.next_action` on the wire view, an
+action `interval_s` after each look) or `easy` / `medium` / `hard` (`mind.SolverBot` on the
+same view read back with `codec.view_from_pb`, at the level's human-like pace, `levels.py`).
+The brains are pure; this shell does the waiting (asyncio: the level's delay counted from when
+the view arrived; the solver runs in a worker thread, so the heartbeats go on), sends the
+action, and tells the brain what became of it: an ack, or a refusal, after which it plans
+again from a fresh view (a race lost to a faster player, M6.4, is a normal outcome, M5.0.1).
+
+The levels' delays are table time: `time_scale` is the tables' rules clock speed
+(MACHIAVELOX_TABLE_TIME_SCALE; 1 in production), so a bot keeps its pace in table time.
+
+A refusal is *predictable* (`BotOutcome.predictable`) when nothing happened at the table
+between the view the action was decided on and its refusal (no event at all: the view already
+held the reason, a bot bug), a *race* (`BotOutcome.races`) otherwise; the gateway's own
+refusals (pace, outages) never reached the table and are neither.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
-from dataclasses import dataclass
-from typing import Any
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import grpc
 
@@ -19,10 +38,19 @@ from machiavelox._gen.v1 import (
     matchmaking_pb2_grpc,
 )
 
+from .levels import LEVELS, Level
+from .mind import SolverBot
 from .responses import unbatch
 from .strategy import next_action
 
 log = logging.getLogger(__name__)
+
+BASIC = "basic"  # today's bots (`strategy.py`), the default
+LEVEL_NAMES = (BASIC, *LEVELS)
+MIN_LOOK_S = 0.1  # a leveled bot looks again no sooner (Resync has its own pace at the gateway)
+# refusals by the gateway itself (docs/protocol.md): the action never reached the table
+GATEWAY_CODES = frozenset({"rate/limited", "table/unavailable", "table/journal"})
+CALATA_ENDS = frozenset({"confirmed", "failed", "void", "cancelled"})
 
 
 @dataclass
@@ -33,17 +61,133 @@ class BotOutcome:
     result: common_pb2.SmazzataResult | None
     actions: int
     refusals: int
+    level: str = BASIC
+    races: int = 0  # refusals after the table moved under the decision (M6.4)
+    predictable: list[str] = field(default_factory=list)  # refusals the view could predict
 
 
+# ---------------------------------------------------------------------------- what events add
+@dataclass
+class TableNotes:
+    """What the events said that the wire view does not carry: the tied players of a
+    tiebreak (M10.2) and the ping-pong reservations (M6.5, held until the owner's calata
+    ends); and the last event seen (`seq`)."""
+    seq: int = 0
+    tiebreak: tuple[rules.Seat, ...] | None = None  # None: not seen (view_from_pb infers it)
+    reserved: dict[rules.Card, rules.Seat] = field(default_factory=dict)
+
+    def event(self, ev: common_pb2.Event) -> None:
+        self.seq = max(self.seq, ev.seq)
+        if ev.kind == "tiebreak":
+            self.tiebreak = tuple(rules.Seat(int(w[1]) - 1) for w in ev.detail.split()
+                                  if w in ("p1", "p2", "p3"))
+        elif ev.kind == "smazzata":  # a new deal (M13): nothing carries over
+            self.tiebreak = None
+            self.reserved.clear()
+        elif ev.kind == "reserved" and ev.cards and ev.player:
+            self.reserved[codec.card_from_pb(ev.cards[0])] = codec.seat_from_pb(ev.player)
+        elif ev.kind in CALATA_ENDS and ev.player:
+            owner = codec.seat_from_pb(ev.player)
+            for card in [c for c, o in self.reserved.items() if o == owner]:
+                del self.reserved[card]
+
+    def view(self, msg: common_pb2.PlayerView) -> rules.PlayerView:
+        """The engine's view of `msg` with what the events added."""
+        owners = {codec.seat_from_pb(s.seat) for s in msg.seats if s.calata_open}
+        reserved = tuple(sorted(((c, o) for c, o in self.reserved.items() if o in owners),
+                                key=lambda kv: kv[0].index))  # (they end with its calata)
+        return codec.view_from_pb(msg, self.tiebreak, reserved)
+
+
+# ---------------------------------------------------------------------------- brains
+@dataclass(frozen=True, slots=True)
+class Step:
+    action: rules.Action
+    delay_s: float  # wall seconds after the view arrived
+
+
+class Brain(Protocol):
+    level: str
+
+    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None: ...
+    def accepted(self, action: rules.Action) -> None: ...
+    def refused(self, action: rules.Action) -> None: ...
+    def idle_s(self) -> float: ...
+
+
+@dataclass
+class BasicBrain:
+    """Today's bots: `strategy.next_action`, an action `interval_s` after each look."""
+    seat: rules.Seat
+    interval_s: float
+    level: str = BASIC
+    drew: bool = False
+    direct: bool = False
+
+    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None:
+        action = next_action(view, self.seat, can_close=self.drew and self.direct)  # M8.2
+        return None if action is None else Step(action, self.interval_s)
+
+    def accepted(self, action: rules.Action) -> None:
+        self.drew = self.drew or isinstance(action, rules.Draw)
+        self.direct = self.direct or isinstance(action, rules.Direct)
+
+    def refused(self, action: rules.Action) -> None:
+        pass
+
+    def idle_s(self) -> float:
+        return self.interval_s * 5
+
+
+class LeveledBrain:
+    """A `SolverBot` of a level on the view the gateway sent (and nothing else)."""
+
+    def __init__(self, seat: rules.Seat, level: Level, time_scale: float, seed: int) -> None:
+        self.level = level.name
+        self.time_scale = time_scale
+        self.bot = SolverBot(seat, level, seed=seed)
+
+    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None:
+        decision = self.bot.decide(notes.view(view))
+        if decision is None:
+            return None
+        return Step(decision.action, decision.delay_ms / 1000 / self.time_scale)
+
+    def accepted(self, action: rules.Action) -> None:
+        self.bot.accepted(action)
+
+    def refused(self, action: rules.Action) -> None:
+        self.bot.refused(action)
+
+    def idle_s(self) -> float:
+        return max(MIN_LOOK_S, self.bot.level.idle_ms / 1000 / self.time_scale)
+
+
+def make_brain(level: str, seat: rules.Seat, interval_s: float, time_scale: float,
+               seed: int) -> Brain:
+    if level == BASIC:
+        return BasicBrain(seat, interval_s)
+    return LeveledBrain(seat, LEVELS[level], time_scale, seed)
+
+
+# ---------------------------------------------------------------------------- the shell
 class Bot:
     def __init__(self, name: str, gateway: grpc.aio.Channel, matchmaking: grpc.aio.Channel,
                  interval_s: float = 0.2, max_game_s: float = 1800.0,
-                 record: list[gateway_pb2.PlayResponse] | None = None) -> None:
+                 record: list[gateway_pb2.PlayResponse] | None = None, level: str = BASIC,
+                 time_scale: float = 1.0) -> None:
+        if level not in LEVEL_NAMES:
+            raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVEL_NAMES)})")
+        if time_scale <= 0:
+            raise ValueError("time_scale must be positive")
         self.name = name
         self.gateway = gateway_pb2_grpc.GatewayServiceStub(gateway)
         self.matchmaking = matchmaking_pb2_grpc.MatchmakingServiceStub(matchmaking)
         self.interval_s = interval_s
         self.max_game_s = max_game_s
+        self.level = level
+        self.time_scale = time_scale
+        self.brain: Brain | None = None  # made once the seat is known
         self._ids = itertools.count(1)
         self.record = record  # every message received, when given (tests)
 
@@ -52,7 +196,10 @@ class Bot:
         metadata = (("authorization", f"Bearer {login.token}"),)
         table_id, players = await self._queue(metadata)
         seat = rules.Seat(players.index(self.name))
-        return await asyncio.wait_for(self._play(metadata, table_id, seat), self.max_game_s)
+        self.brain = make_brain(self.level, seat, self.interval_s, self.time_scale,
+                                seed=zlib.crc32(self.name.encode()))
+        return await asyncio.wait_for(self._play(metadata, table_id, seat, self.brain),
+                                      self.max_game_s)
 
     async def _queue(self, metadata: Any) -> tuple[str, list[str]]:
         stream = self.matchmaking.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=metadata)
@@ -63,12 +210,16 @@ class Bot:
                 return a.table_id, list(a.player_ids)
         raise RuntimeError("the queue closed without an assignment")
 
-    async def _play(self, metadata: Any, table_id: str, seat: rules.Seat) -> BotOutcome:
+    async def _play(self, metadata: Any, table_id: str, seat: rules.Seat,
+                    brain: Brain) -> BotOutcome:
         requests: asyncio.Queue[gateway_pb2.PlayRequest] = asyncio.Queue()
 
         async def gen() -> Any:
             while True:
                 yield await requests.get()
+
+        def resync() -> None:
+            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
 
         call = self.gateway.Play(gen(), metadata=metadata)
         requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id,
@@ -80,57 +231,77 @@ class Bot:
                 requests.put_nowait(gateway_pb2.PlayRequest(heartbeat=gateway_pb2.Heartbeat()))
 
         beating = asyncio.create_task(heartbeats())
-        actions = refusals = 0
-        drew = direct = False
-        pending: tuple[str, rules.Action] | None = None
+        out = BotOutcome(self.name, table_id, seat, None, 0, 0, level=brain.level)
+        notes = TableNotes()
+        pending: tuple[str, rules.Action, int] | None = None  # id, action, seq decided on
         try:
             async for message in call:
+                judge: tuple[rules.Action, str, int] | None = None  # a refusal of ours
                 for response in unbatch(message):
                     if self.record is not None:
                         self.record.append(response)
                     kind = response.WhichOneof("kind")
                     if kind == "snapshot":
+                        seen = time.monotonic()
+                        notes.seq = response.snapshot.seq
                         view = response.snapshot.view
                         if view.phase == common_pb2.PHASE_ENDED:
-                            return BotOutcome(self.name, table_id, seat, view.result, actions,
-                                              refusals)
+                            out.result = view.result
+                            return out
                         if pending is not None:
                             continue
-                        action = next_action(view, seat, can_close=drew and direct)
-                        if action is None:
-                            await asyncio.sleep(self.interval_s * 5)
-                            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+                        step = await asyncio.to_thread(brain.decide, view, notes)
+                        if step is None:
+                            await asyncio.sleep(brain.idle_s())
+                            resync()
                             continue
-                        await asyncio.sleep(self.interval_s)
+                        await asyncio.sleep(max(0.0, step.delay_s - (time.monotonic() - seen)))
                         action_id = f"{self.name}-{next(self._ids)}"
-                        pending = (action_id, action)
-                        actions += 1
+                        pending = (action_id, step.action, notes.seq)
+                        out.actions += 1
                         requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
-                            client_action_id=action_id, action=codec.action_to_pb(action))))
+                            client_action_id=action_id, action=codec.action_to_pb(step.action))))
                     elif kind == "refused" and not response.refused.client_action_id:
                         # about the session: paced (rate/limited) or the table unreachable for
                         # a while (table/unavailable): look again a little later; an action in
                         # flight may never be answered (its shard died: docs/protocol.md,
                         # "Outages"), the next snapshot says what became of it
                         if response.refused.refusal.code == "table/unavailable":
+                            if pending is not None:
+                                brain.refused(pending[1])
                             pending = None
                         await asyncio.sleep(1.0)
-                        requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+                        resync()
                     elif kind in ("ack", "refused"):
                         got = response.ack.client_action_id if kind == "ack" else \
                             response.refused.client_action_id
                         if pending is not None and got == pending[0]:
                             if kind == "ack":
-                                drew = drew or isinstance(pending[1], rules.Draw)
-                                direct = direct or isinstance(pending[1], rules.Direct)
+                                brain.accepted(pending[1])
                             else:
-                                refusals += 1
+                                out.refusals += 1
+                                brain.refused(pending[1])
+                                judge = (pending[1], response.refused.refusal.code, pending[2])
                             pending = None
-                            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
-                    elif kind == "event" and response.event.kind in ("ended", "match-ended",
-                                                                     "interrupted"):
-                        requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+                            resync()
+                    elif kind == "event":
+                        notes.event(response.event)
+                        if response.event.kind in ("ended", "match-ended", "interrupted"):
+                            resync()
+                if judge is not None:  # after the whole step: its events came after the outcome
+                    _judge(out, *judge, seq_now=notes.seq)
         finally:
             beating.cancel()
             call.cancel()
-        return BotOutcome(self.name, table_id, seat, None, actions, refusals)
+        return out
+
+
+def _judge(out: BotOutcome, action: rules.Action, code: str, decided_seq: int,
+           seq_now: int) -> None:
+    if code in GATEWAY_CODES:
+        return
+    if seq_now == decided_seq:
+        out.predictable.append(f"{type(action).__name__}: {code}")
+        log.warning("%s: refused %s (%s) on an unchanged table", out.player, action, code)
+    else:
+        out.races += 1

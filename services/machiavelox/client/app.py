@@ -1,4 +1,5 @@
-"""`machiavelox play [--gateway ADDR] [--name NAME] [--practice]`: Machiavelox in a terminal.
+"""`machiavelox play [--gateway ADDR] [--name NAME] [--practice [--level L]]`: Machiavelox in a
+terminal.
 
 Log in, then queue in the agorà, create a friendly table (its invite code to share), join one
 by code, or practice against two bots; then play at the table with the keyboard (`?` there
@@ -14,6 +15,8 @@ from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+
+from machiavelox.bots.player import BASIC, LEVEL_NAMES
 
 from .connection import Gateway
 from .practice import BOT_INTERVAL_S, Practice
@@ -51,12 +54,14 @@ class PlayApp(App[int]):
 
     def __init__(self, address: str = "127.0.0.1:7000", player_name: str = "",
                  practice: bool = False, bot_interval_s: float = BOT_INTERVAL_S,
-                 session_options: dict[str, Any] | None = None) -> None:
+                 session_options: dict[str, Any] | None = None,
+                 practice_level: str = BASIC) -> None:
         super().__init__()
         self.address = address
         self.player_name = player_name
         self.start_practice = practice
         self.bot_interval_s = bot_interval_s
+        self.practice_level = practice_level  # the practice bots' strength (docs/bots.md)
         self.session_options = session_options or {}
         self._gateway: Gateway | None = None
         self.menu_note = ""
@@ -112,12 +117,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--practice", action="store_true",
                         help="straight to a practice table against two bots (needs --name)")
     parser.add_argument("--bot-interval", type=float, default=BOT_INTERVAL_S,
-                        help="seconds between a practice bot's actions")
+                        help="seconds between a practice bot's actions (level basic)")
+    parser.add_argument("--level", choices=LEVEL_NAMES, default=BASIC,
+                        help="the practice bots' strength (docs/bots.md)")
     args = parser.parse_args(argv)
     if args.practice and not args.name:
         parser.error("--practice needs --name")
     # nothing may write to the terminal under the screen: the bots' and gRPC's logs go nowhere
     logging.getLogger().handlers[:] = [logging.NullHandler()]
-    app = PlayApp(args.gateway, args.name, args.practice, args.bot_interval)
+    app = PlayApp(args.gateway, args.name, args.practice, args.bot_interval,
+                  practice_level=args.level)
     code = app.run()
     return code if isinstance(code, int) else 0

@@ -59,7 +59,16 @@ from .state import (
     SmazzataResult,
 )
 from .table import Table
-from .view import CardStatus, PlayerView, card_status, meld_status, view_for
+from .view import (
+    CardStatus,
+    MeldView,
+    PlayerView,
+    SeatView,
+    TableCard,
+    card_status,
+    meld_status,
+    view_for,
+)
 
 __all__ = [
     "ABANDON_MS",
@@ -95,6 +104,7 @@ __all__ = [
     "MatchKind",
     "MatchResult",
     "MeldKind",
+    "MeldView",
     "Move",
     "Phase",
     "Place",
@@ -105,10 +115,12 @@ __all__ = [
     "Release",
     "RulesError",
     "Seat",
+    "SeatView",
     "SmazzataResult",
     "Stop",
     "Suit",
     "Table",
+    "TableCard",
     "Take",
     "Undeclare",
     "card",

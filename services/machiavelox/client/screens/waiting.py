@@ -83,7 +83,7 @@ class WaitScreen(Screen[None]):
         if self.mode == "practice" and self.practice is None:
             app = play_app(self)
             self.practice = Practice(app.address, self.code, app.gateway.player,
-                                     app.bot_interval_s)
+                                     app.bot_interval_s, app.practice_level)
             self.practice.start()
         who = "the two bots" if self.mode == "practice" else "two friends"
         self._status(f"in the lobby, waiting for {who}: {waited_s} s")
