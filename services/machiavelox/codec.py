@@ -237,6 +237,11 @@ def view_to_pb(view: PlayerView, table_id: str, phase: str, statuses: list[str])
         common=[card_to_pb(c) for c in view.common],
         inactivity_ms=view.inactivity_ms or 0,
         result=result_to_pb(view.result),
+        stop_ends_ms=view.stop_ends_ms or 0,
+        tiebreak=[seat_to_pb(s) for s in view.tiebreak],
+        tiebreak_ends_ms=view.tiebreak_ends_ms or 0,
+        reserved=[pb.Reservation(card=card_to_pb(c), owner=seat_to_pb(s))
+                  for c, s in view.reserved],
     )
 
 
@@ -279,12 +284,12 @@ def view_from_pb(msg: pb.PlayerView, tiebreak: tuple[rules.Seat, ...] | None = N
     """The engine's view read back from the wire (the inverse of `view_to_pb`), for clients
     and network bots: exactly what the player was sent, nothing more.
 
-    The wire does not carry the tied players of a tiebreak, the ping-pong reservations
-    (M6.5), the Stop!'s and the tiebreak's end (derivable from the events' `at_ms`) nor when a
-    dormant player fell silent: `tiebreak` and `reserved` are what the caller learnt from the
-    `tiebreak` and `reserved` events; without `tiebreak`, in a tiebreak the tied players are
-    those in play with no card of their own (M10.2: they uncovered them all into the common
-    pozzetto); the rest is None."""
+    The wire carries the tied players of a tiebreak, the ping-pong reservations (M6.5) and the
+    Stop!'s and the tiebreak's ends; a server older than those fields sends none of them:
+    `tiebreak` and `reserved` are then what the caller learnt from the `tiebreak` and
+    `reserved` events, and without `tiebreak`, in a tiebreak the tied players are those in
+    play with no card of their own (M10.2: they uncovered them all into the common pozzetto).
+    When a dormant player fell silent is not on the wire (None)."""
     phase = _known(_PHASE_FROM_PB, msg.phase, "phase")
     if len(msg.seats) != 3:
         raise invalid_argument("request/bad-view", f"a view has 3 seats, not {len(msg.seats)}")
@@ -316,9 +321,13 @@ def view_from_pb(msg: pb.PlayerView, tiebreak: tuple[rules.Seat, ...] | None = N
             status=_known(_CARD_STATUS_FROM_PB, m.status, "meld status"),
         )
         for m in msg.table)
-    if tiebreak is None:  # M10.2: the tied players uncovered all their cards
+    if msg.tiebreak:
+        tiebreak = tuple(seat_from_pb(s) for s in msg.tiebreak)
+    elif tiebreak is None:  # M10.2: the tied players uncovered all their cards
         tiebreak = tuple(s.seat for s in seats if phase == "tiebreak" and s.status == "active"
                          and s.hand_count == 0 and not s.pozzetto)
+    if msg.reserved:
+        reserved = tuple((card_from_pb(r.card), seat_from_pb(r.owner)) for r in msg.reserved)
     return PlayerView(
         viewer=_seat_or_none(msg.viewer),
         now_ms=msg.now_ms,
@@ -329,10 +338,10 @@ def view_from_pb(msg: pb.PlayerView, tiebreak: tuple[rules.Seat, ...] | None = N
         table=table,
         result=result_from_pb(msg.result) if msg.HasField("result") else None,
         stopper=_seat_or_none(msg.stopper),
-        stop_ends_ms=None,
+        stop_ends_ms=msg.stop_ends_ms or None,
         tiebreak=tiebreak,
         common=cards_from_pb(msg.common),
-        tiebreak_ends_ms=None,
+        tiebreak_ends_ms=msg.tiebreak_ends_ms or None,
         inactivity_ms=msg.inactivity_ms or None,
         reserved=reserved,
     )

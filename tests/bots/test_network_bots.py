@@ -89,9 +89,9 @@ def wire_statuses(view: rules.PlayerView) -> list[str]:
 
 
 def on_the_wire(view: rules.PlayerView) -> rules.PlayerView:
-    """`view` without what the wire does not carry."""
+    """`view` without what the wire does not carry (when a dormant player fell silent)."""
     s1, s2, s3 = (replace(s, silent_since_ms=None) for s in view.seats)
-    return replace(view, seats=(s1, s2, s3), stop_ends_ms=None, tiebreak_ends_ms=None)
+    return replace(view, seats=(s1, s2, s3))
 
 
 def round_trip(view: rules.PlayerView, tiebreak: tuple[rules.Seat, ...] | None = None,
@@ -124,14 +124,20 @@ def test_view_from_pb_reads_holds_tiebreaks_reservations_and_results() -> None:
     holding = replace(view, table=(held, *view.table[1:]), seats=(seats[0], seats[1], seats[2]),
                       reserved=((card, P2),))
     assert round_trip(holding, reserved=holding.reserved) == on_the_wire(holding)
-    assert round_trip(holding).reserved == (), "reservations are not on the wire"
+    assert round_trip(holding).reserved == ((card, P2),), "M6.5: reservations are on the wire"
+    older = codec.view_to_pb(holding, "t-1", holding.phase, wire_statuses(holding))
+    del older.reserved[:]  # a server older than the field: what the events taught counts
+    assert codec.view_from_pb(older, None, ((card, P2),)).reserved == ((card, P2),)
 
     tied = [replace(s, hand_count=0, pozzetto=()) if s.seat in (P1, P3) else s
             for s in view.seats]
     tiebreak = replace(view, phase="tiebreak", hand=(), seats=(tied[0], tied[1], tied[2]),
                        common=view.hand, tiebreak=(P1, P3), stopper=None)
     assert round_trip(tiebreak, tiebreak=(P1, P3)) == on_the_wire(tiebreak)
-    assert round_trip(tiebreak).tiebreak == (P1, P3), "M10.2: who uncovered all their cards"
+    assert round_trip(tiebreak).tiebreak == (P1, P3), "M10.2: the tied players are on the wire"
+    older = codec.view_to_pb(tiebreak, "t-1", tiebreak.phase, wire_statuses(tiebreak))
+    del older.tiebreak[:]  # a server older than the field: inferred from the cards uncovered
+    assert codec.view_from_pb(older).tiebreak == (P1, P3)
 
     for result in (rules.SmazzataResult(P2, (-7, 50, -12), "closing"),
                    rules.SmazzataResult(None, (0, 0, -9), "draw", draw=(P1, P2))):

@@ -486,6 +486,10 @@ class PlayerView(_message.Message):
     COMMON_FIELD_NUMBER: _builtins.int
     INACTIVITY_MS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    STOP_ENDS_MS_FIELD_NUMBER: _builtins.int
+    TIEBREAK_FIELD_NUMBER: _builtins.int
+    TIEBREAK_ENDS_MS_FIELD_NUMBER: _builtins.int
+    RESERVED_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table."""
     viewer: Global___Seat.ValueType
@@ -498,6 +502,10 @@ class PlayerView(_message.Message):
     """The stopper during a freeze (unspecified otherwise)."""
     inactivity_ms: _builtins.int
     """When the inactivity countdown fires, ms (0: not running, M7)."""
+    stop_ends_ms: _builtins.int
+    """When a freeze's 3 minutes end, ms (0: no freeze, M9.6)."""
+    tiebreak_ends_ms: _builtins.int
+    """When a tiebreak's 2 minutes end, ms (0: no tiebreak, M10.3)."""
     @_builtins.property
     def removed(self) -> _containers.RepeatedCompositeFieldContainer[Global___Card]:
         """The two cards removed face-up (P1)."""
@@ -522,6 +530,14 @@ class PlayerView(_message.Message):
     def result(self) -> Global___SmazzataResult:
         """The smazzata's result once it has ended."""
 
+    @_builtins.property
+    def tiebreak(self) -> _containers.RepeatedScalarFieldContainer[Global___Seat.ValueType]:
+        """The tied players of a tiebreak (M10.2; empty otherwise)."""
+
+    @_builtins.property
+    def reserved(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reservation]:
+        """The cards reserved after a ping-pong, and to whom (M6.5)."""
+
     def __init__(
         self,
         *,
@@ -537,14 +553,48 @@ class PlayerView(_message.Message):
         common: _abc.Iterable[Global___Card] | None = ...,
         inactivity_ms: _builtins.int = ...,
         result: Global___SmazzataResult | None = ...,
+        stop_ends_ms: _builtins.int = ...,
+        tiebreak: _abc.Iterable[Global___Seat.ValueType] | None = ...,
+        tiebreak_ends_ms: _builtins.int = ...,
+        reserved: _abc.Iterable[Global___Reservation] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["common", b"common", "hand", b"hand", "inactivity_ms", b"inactivity_ms", "now_ms", b"now_ms", "phase", b"phase", "removed", b"removed", "result", b"result", "seats", b"seats", "stopper", b"stopper", "table", b"table", "table_id", b"table_id", "viewer", b"viewer"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["common", b"common", "hand", b"hand", "inactivity_ms", b"inactivity_ms", "now_ms", b"now_ms", "phase", b"phase", "removed", b"removed", "reserved", b"reserved", "result", b"result", "seats", b"seats", "stop_ends_ms", b"stop_ends_ms", "stopper", b"stopper", "table", b"table", "table_id", b"table_id", "tiebreak", b"tiebreak", "tiebreak_ends_ms", b"tiebreak_ends_ms", "viewer", b"viewer"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PlayerView: _TypeAlias = PlayerView  # noqa: Y015
+
+@_typing.final
+class Reservation(_message.Message):
+    """A card reserved to a player after a ping-pong (M6.5): nobody else may move it until that
+    player's calata ends.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARD_FIELD_NUMBER: _builtins.int
+    OWNER_FIELD_NUMBER: _builtins.int
+    owner: Global___Seat.ValueType
+    """The player it is reserved to."""
+    @_builtins.property
+    def card(self) -> Global___Card:
+        """The card."""
+
+    def __init__(
+        self,
+        *,
+        card: Global___Card | None = ...,
+        owner: Global___Seat.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["card", b"card"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "owner", b"owner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Reservation: _TypeAlias = Reservation  # noqa: Y015
 
 @_typing.final
 class SmazzataResult(_message.Message):
