@@ -130,3 +130,17 @@ def test_depth_zero_moves_no_table_card() -> None:
             assert plan.moves == 0
             assert all(s.kind in ("attach", "declare", "direct", "place", "conclude")
                        for s in plan.steps)
+
+
+def test_a_long_run_grows_in_place() -> None:
+    """Runs of 6 to 10 are candidates only round a kept meld (`candidates.py`): a 7-card run
+    and a card that extends it give one attach, no table card moved (the tie-break), and with
+    depth 0 too (no meld may be taken apart, so only the long run can hold it)."""
+    run = tuple(card(f"{r}H") for r in ("2", "3", "4", "5", "6", "7", "8"))
+    for depth in (None, 0):
+        table = table_for([run], [card("9H"), card("KS")])
+        position = position_of(view_for(table, Seat.P1), Seat.P1)
+        solution = solve(position, Rules(depth=depth, time_limit_s=5.0))
+        assert solution.placed == 1 and solution.broken == (), solution
+        plan = build_plan(position, solution)
+        assert plan is not None and [s.kind for s in plan.steps] == ["attach"]

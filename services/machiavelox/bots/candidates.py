@@ -4,12 +4,14 @@ Cards are reduced to their *face* (rank and suit, 0..51: `suit * 13 + rank - 1`)
 regularity of a meld the two physical copies of a face (M1.1) are interchangeable, so the
 solver counts faces and the planner (`plan.py`) picks the physical cards afterwards.
 
-Candidates are runs of 3 to 10 cards of one suit, consecutive around the circle (M3.1, M3.2:
-Q-K-A-2 is a run) and sets of 3 or 4 cards of one rank in distinct suits (M3.4). Runs longer
-than 10 are not candidates: the engine splits them at once into two regular runs (M3.3), so a
-run of 11+ is the same table as two shorter candidates, and targets of at most 10 cards never
-split while they are built. Every candidate has distinct faces, so it uses at most one copy of
-each face; the solver may lay a candidate twice (identical melds may coexist, M3.5).
+Candidates are runs of cards of one suit, consecutive around the circle (M3.1, M3.2: Q-K-A-2
+is a run) and sets of 3 or 4 cards of one rank in distinct suits (M3.4). Runs of 3 to 5 are
+enough for any table (a longer run is two of them end to end, M3.5); runs of 6 to 10 are
+candidates only when they hold a kept table meld (extended in place). Runs longer than 10 are
+never candidates: the engine splits them at once into two regular runs (M3.3), so a run of 11+
+is the same table as two shorter candidates, and targets of at most 10 cards never split while
+they are built. Every candidate has distinct faces, so it uses at most one copy of each face;
+the solver may lay a candidate twice (identical melds may coexist, M3.5).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ SUITS = 4
 FACES = RANKS * SUITS
 MIN_MELD = 3  # M3.5
 MAX_TARGET_RUN = 10  # M3.3: a longer run is split by the engine
+MAX_FREE_RUN = 5  # longer runs are two shorter ones end to end (see `candidates`)
 MAX_SET = 4  # M3.4
 
 Face = int
@@ -57,8 +60,16 @@ def run_faces(suit: int, start_rank: int, length: int) -> tuple[Face, ...]:
     return tuple(sorted(suit * RANKS + (start_rank - 1 + i) % RANKS for i in range(length)))
 
 
-def candidates(available: Mapping[Face, int]) -> list[Candidate]:
-    """Every candidate meld whose faces all have at least one available card."""
+def candidates(available: Mapping[Face, int],
+               kept: Iterable[tuple[Face, ...]] = ()) -> list[Candidate]:
+    """The candidate melds whose faces all have at least one available card: every set, the
+    runs of 3 to 5 cards, and the longer runs (up to 10) that hold one of the `kept` melds.
+
+    Runs of 3 to 5 are enough to build any table: a run of 6 or more is two runs of 3 to 5
+    laid end to end, holding the same cards (identical melds may coexist, M3.5). Longer
+    runs matter only as a kept table meld extended in place (the tie-break: fewest table
+    cards moved); leaving the others out about halves the model."""
+    grown = [frozenset(k) for k in kept]
     out: list[Candidate] = []
     for suit in range(SUITS):
         have = [available.get(suit * RANKS + r, 0) > 0 for r in range(RANKS)]
@@ -68,8 +79,11 @@ def candidates(available: Mapping[Face, int]) -> list[Candidate]:
             for length in range(1, MAX_TARGET_RUN + 1):
                 if not have[(start + length - 1) % RANKS]:
                     break
-                if length >= MIN_MELD:
-                    out.append(Candidate(run_faces(suit, start + 1, length), True))
+                if length < MIN_MELD:
+                    continue
+                faces = run_faces(suit, start + 1, length)
+                if length <= MAX_FREE_RUN or any(k <= set(faces) for k in grown):
+                    out.append(Candidate(faces, True))
     for rank in range(RANKS):
         suits = [s for s in range(SUITS) if available.get(s * RANKS + rank, 0) > 0]
         for size in range(MIN_MELD, min(MAX_SET, len(suits)) + 1):

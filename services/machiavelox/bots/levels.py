@@ -49,10 +49,10 @@ class Level:
 
 
 EASY = Level("easy", depth=0, think_ms=2_500, act_ms=1_500, jitter=0.3, idle_ms=1_500,
-             solver_s=0.05, stop_min_steps=None, hold=False)
+             solver_s=0.035, stop_min_steps=None, hold=False)
 MEDIUM = Level("medium", depth=2, think_ms=1_800, act_ms=1_000, jitter=0.3, idle_ms=1_000,
-               solver_s=0.05, stop_min_steps=4, hold=False, stop_ms=600)
+               solver_s=0.035, stop_min_steps=2, hold=True, stop_ms=600)
 HARD = Level("hard", depth=None, think_ms=1_200, act_ms=700, jitter=0.25, idle_ms=700,
-             solver_s=0.05, stop_min_steps=2, hold=True, stop_ms=400)
+             solver_s=0.035, stop_min_steps=2, hold=True, stop_ms=400)
 
 LEVELS: dict[str, Level] = {lv.name: lv for lv in (EASY, MEDIUM, HARD)}

@@ -36,6 +36,8 @@ from .resolve import to_action
 from .solver import Rules, Solution, solve
 
 CALATA_MS = 40_000  # M5.0.1
+RETRIES = 2  # plans cut short from one position before the bot gives that position up
+MEMORY = 64  # positions remembered for that
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ class SolverBot:
     _directs: list[tuple[Card, ...]] = field(default_factory=list)
     _first_tallone: int | None = None
     _last_key: object = None  # the position last solved with nothing to play
+    _plan_key: object = None  # the position the plan in progress was made from
+    _broken: dict[object, int] = field(default_factory=dict)  # plans cut short, by position
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -80,7 +84,7 @@ class SolverBot:
         self._sent = None
 
     def refused(self, action: Action) -> None:
-        self._plan = None
+        self._drop_plan()
         self._sent = None
         self._last_key = None
 
@@ -116,8 +120,20 @@ class SolverBot:
             return None
         action = to_action(plan.steps[self._next], view, self.seat, plan.universe)
         if action is None:
-            self._plan = None  # the table moved under the plan: plan again
+            self._drop_plan()  # the table moved under the plan: plan again
         return action
+
+    def _drop_plan(self) -> None:
+        """A plan cut short (a race lost, M6.4; a refusal): counted against the position it
+        was made from. The same position coming back (the chain undid our calata and the
+        others', M5.5, and the table is as it was) would replay the same plan and meet the
+        same interruption: a cycle that never ends the smazzata. After `RETRIES` cuts the bot
+        treats that position as one with nothing to play."""
+        if self._plan is not None and self._next < len(self._plan.steps):
+            if len(self._broken) >= MEMORY:
+                self._broken.pop(next(iter(self._broken)))
+            self._broken[self._plan_key] = self._broken.get(self._plan_key, 0) + 1
+        self._plan = None
 
     def _fresh(self, view: PlayerView) -> Decision | None:
         me = view.seats[self.seat]
@@ -125,7 +141,7 @@ class SolverBot:
         position = position_of(view, self.seat)
         key = (position, self.drew, self.has_direct(view), stop)
         plan = None
-        if key != self._last_key:
+        if key != self._last_key and self._broken.get(key, 0) < RETRIES:
             plan = self._solve(position, view, self.level.depth)
             if plan is not None and not stop and not self._in_time(plan, view):
                 plan = self._solve(position, view, 0)  # the 40 s (M5.0.1): a shorter play
@@ -147,7 +163,7 @@ class SolverBot:
             self._last_key = key
             return self._send(Draw(self.seat), first=False)
         self._last_key = None
-        self._plan, self._next = plan, 0
+        self._plan, self._next, self._plan_key = plan, 0, key
         if self._wants_stop(plan, view):
             return self._send(Stop(self.seat), first=True)
         action = self._continue(view)
