@@ -56,3 +56,5 @@ HARD = Level("hard", depth=None, think_ms=1_200, act_ms=700, jitter=0.25, idle_m
              solver_s=0.035, stop_min_steps=2, hold=True, stop_ms=400)
 
 LEVELS: dict[str, Level] = {lv.name: lv for lv in (EASY, MEDIUM, HARD)}
+BASIC = "basic"  # today's bots (`strategy.py`), the network bots' default: not a solver level
+LEVEL_NAMES = (BASIC, *LEVELS)

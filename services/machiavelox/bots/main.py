@@ -24,7 +24,8 @@ from machiavelox.platform import keepalive
 from machiavelox.platform.settings import SettingsError
 from machiavelox.platform.tls import InternalTls
 
-from .player import BASIC, LEVEL_NAMES, Bot, BotOutcome
+from .levels import BASIC, LEVEL_NAMES
+from .player import Bot, BotOutcome
 
 
 def _bar(done: int, total: int, width: int = 30) -> str:

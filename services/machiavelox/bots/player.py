@@ -38,15 +38,13 @@ from machiavelox._gen.v1 import (
     matchmaking_pb2_grpc,
 )
 
-from .levels import LEVELS, Level
+from .levels import BASIC, LEVEL_NAMES, LEVELS, Level
 from .mind import SolverBot
 from .responses import unbatch
 from .strategy import next_action
 
 log = logging.getLogger(__name__)
 
-BASIC = "basic"  # today's bots (`strategy.py`), the default
-LEVEL_NAMES = (BASIC, *LEVELS)
 MIN_LOOK_S = 0.1  # a leveled bot looks again no sooner (Resync has its own pace at the gateway)
 # refusals by the gateway itself (docs/protocol.md): the action never reached the table
 GATEWAY_CODES = frozenset({"rate/limited", "table/unavailable", "table/journal"})

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from machiavelox.bots.player import BASIC, LEVEL_NAMES
+from machiavelox.bots.levels import BASIC, LEVEL_NAMES
 
 from .connection import Gateway
 from .practice import BOT_INTERVAL_S, Practice

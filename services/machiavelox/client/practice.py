@@ -18,7 +18,8 @@ from typing import Any
 import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2
-from machiavelox.bots.player import BASIC, LEVEL_NAMES, Bot, BotOutcome
+from machiavelox.bots.levels import BASIC, LEVEL_NAMES
+from machiavelox.bots.player import Bot, BotOutcome
 from machiavelox.platform import keepalive
 
 BOT_INTERVAL_S = 1.5  # between a bot's actions: slow enough for a person to follow

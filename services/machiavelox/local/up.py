@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from machiavelox.bots.levels import BASIC, LEVEL_NAMES
+
 from .pki import Pki, remove, throwaway_pki
 from .processes import Proc, free_ports, start
 from .supervisor import Supervisor
@@ -131,6 +133,8 @@ def main(argv: list[str]) -> int:
                         help="run N bots (a multiple of 3) to the end, then stop")
     parser.add_argument("--time-scale", type=float, default=None,
                         help="rules clock speed (default 1, or 30 with --demo)")
+    parser.add_argument("--demo-level", choices=LEVEL_NAMES, default=BASIC,
+                        help="the demo bots' strength (docs/bots.md; basic: the simple bots)")
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -156,10 +160,11 @@ def main(argv: list[str]) -> int:
         if args.demo:
             from machiavelox.bots.main import play
 
-            print(f"demo: {args.demo} bots, rules clock x{scale:g}", flush=True)
+            print(f"demo: {args.demo} bots ({args.demo_level}), rules clock x{scale:g}",
+                  flush=True)
             outcomes = asyncio.run(play(args.demo, gateway, gateway,
                                         procs["scoring"].address, 0.05, "bot", sys.stdout,
-                                        pki.tls("results-reader")))
+                                        pki.tls("results-reader"), args.demo_level, scale))
             code = 0 if all(o.result is not None for o in outcomes) else 1
         else:
             print("press Ctrl-C to stop", flush=True)
