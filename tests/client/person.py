@@ -20,6 +20,9 @@ from machiavelox.client.model import TableModel
 from machiavelox.client.screens import TableScreen
 from machiavelox.client.widgets import LABELS, my_cards
 
+ANSWER_S = 30.0  # the longest an answer and a fresh view may take (a loaded CI machine: a
+# person's place waited over 10 s once, behind the gateway's pace of fresh views)
+
 
 async def until(pilot: Pilot[Any], found: Callable[[], bool], timeout_s: float,
                 what: str) -> None:
@@ -136,7 +139,7 @@ class Person:
         await self.pilot.press(*keys)
         self.decisions.append(" ".join(keys))
         await until(self.pilot, lambda: not self.model.sent and self.model.snapshots > before,
-                    10.0, f"the answer to {keys}")
+                    ANSWER_S, f"the answer to {keys}")
 
     async def play_to_the_end(self, limit_s: float = 150.0, on_step: Callable[[int], Any]
                               | None = None, stop: Callable[[], bool] | None = None) -> None:
