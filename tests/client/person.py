@@ -20,8 +20,7 @@ from machiavelox.client.model import TableModel
 from machiavelox.client.screens import TableScreen
 from machiavelox.client.widgets import LABELS, my_cards
 
-ANSWER_S = 30.0  # the longest an answer and a fresh view may take (a loaded CI machine: a
-# person's place waited over 10 s once, behind the gateway's pace of fresh views)
+ANSWER_S = 20.0  # the longest an action's answer and a fresh view may take
 
 
 async def until(pilot: Pilot[Any], found: Callable[[], bool], timeout_s: float,
@@ -138,8 +137,17 @@ class Person:
         before = self.model.snapshots
         await self.pilot.press(*keys)
         self.decisions.append(" ".join(keys))
-        await until(self.pilot, lambda: not self.model.sent and self.model.snapshots > before,
-                    ANSWER_S, f"the answer to {keys}")
+        # (or the smazzata ends meanwhile: a bot closed first, and after the end no fresh
+        # view follows the refusal)
+        try:
+            await until(self.pilot, lambda: self.model.ended or (
+                not self.model.sent and self.model.snapshots > before), ANSWER_S,
+                f"the answer to {keys}")
+        except AssertionError as err:  # what the client knew then, for the report
+            m = self.model
+            raise AssertionError(f"{err}: phase {m.phase}, sent {list(m.sent)}, snapshots "
+                                 f"{m.snapshots} (before {before}), last lines "
+                                 f"{[line.text for line in m.log[-5:]]}") from None
 
     async def play_to_the_end(self, limit_s: float = 150.0, on_step: Callable[[int], Any]
                               | None = None, stop: Callable[[], bool] | None = None) -> None:
