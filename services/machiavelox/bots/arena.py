@@ -15,7 +15,7 @@ from typing import Protocol
 from machiavelox import codec, rules
 
 from .mind import Decision, SolverBot, SolveStat
-from .strategy import next_action
+from .strategy import Closing, next_action
 
 MAX_SIM_MS = 60 * 60_000  # a smazzata longer than an hour of table time is cut
 MAX_ACTIONS = 20_000
@@ -36,17 +36,15 @@ class BaselineBot:
     after each look, a look every second when there is nothing to do."""
     seat: rules.Seat
     interval_ms: int = 200
-    drew: bool = False
-    direct: bool = False
+    closing: Closing = field(default_factory=Closing)
 
     def decide(self, view: rules.PlayerView) -> Decision | None:
         pb = codec.view_to_pb(view, "arena", view.phase, [s.status for s in view.seats])
-        action = next_action(pb, self.seat, can_close=self.drew and self.direct)
+        action = next_action(pb, self.seat, can_close=self.closing.met)
         return None if action is None else Decision(action, self.interval_ms)
 
     def accepted(self, action: rules.Action) -> None:
-        self.drew = self.drew or isinstance(action, rules.Draw)
-        self.direct = self.direct or isinstance(action, rules.Direct)
+        self.closing.accepted(action)
 
     def refused(self, action: rules.Action) -> None:
         pass

@@ -41,7 +41,7 @@ from machiavelox._gen.v1 import (
 from .levels import BASIC, LEVEL_NAMES, LEVELS, Level
 from .mind import SolverBot
 from .responses import unbatch
-from .strategy import next_action
+from .strategy import Closing, next_action
 
 log = logging.getLogger(__name__)
 
@@ -119,16 +119,14 @@ class BasicBrain:
     seat: rules.Seat
     interval_s: float
     level: str = BASIC
-    drew: bool = False
-    direct: bool = False
+    closing: Closing = field(default_factory=Closing)
 
     def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None:
-        action = next_action(view, self.seat, can_close=self.drew and self.direct)  # M8.2
+        action = next_action(view, self.seat, can_close=self.closing.met)  # M8.2
         return None if action is None else Step(action, self.interval_s)
 
     def accepted(self, action: rules.Action) -> None:
-        self.drew = self.drew or isinstance(action, rules.Draw)
-        self.direct = self.direct or isinstance(action, rules.Direct)
+        self.closing.accepted(action)
 
     def refused(self, action: rules.Action) -> None:
         pass

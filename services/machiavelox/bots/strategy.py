@@ -9,12 +9,30 @@ ends every smazzata, M7). Bots do not rearrange the table: they exist to drive t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2
 
 Cards = tuple[rules.Card, ...]
+
+
+@dataclass
+class Closing:
+    """What today's bot remembers of its own accepted actions: the two closing conditions
+    (M8.2), `next_action`'s `can_close`."""
+
+    drew: bool = False
+    direct: bool = False
+
+    def accepted(self, action: rules.Action) -> None:
+        self.drew = self.drew or isinstance(action, rules.Draw)
+        self.direct = self.direct or isinstance(action, rules.Direct)
+
+    @property
+    def met(self) -> bool:
+        return self.drew and self.direct
 
 
 def _cards(msgs: object) -> list[rules.Card]:

@@ -48,7 +48,8 @@ def check_reserved(t: TableState, ps: PlayerState, card: Card) -> None:
 def moved(t: TableState, ps: PlayerState, op_seq: int, card: Card, src: int,
           dst: int) -> tuple[list[Event], list[Calata]]:
     """Count a move of `card` (op `op_seq`); the events of a reservation it made, and the
-    other players' calate whose work it changed (to be judged again)."""
+    calate whose work it changed (to be judged again): those that gave the card up, then the
+    reserved player's."""
     ep = t.episodes.setdefault(card, Episode(visits={src: 1}))
     ep.movers.add(ps.seat)
     ep.ops.append(op_seq)
@@ -62,7 +63,7 @@ def moved(t: TableState, ps: PlayerState, op_seq: int, card: Card, src: int,
     t.reserved[card] = first.player
     event = Event(EventKind.RESERVED, t.now_ms, first.player, cards=(card,),
                   detail="ping-pong: reserved to the calata that started first")
-    return [event], _give_up(t, ep, first)
+    return [event], [*_give_up(t, ep, first), first]  # (judged in this order)
 
 
 def _give_up(t: TableState, ep: Episode, owner: Calata) -> list[Calata]:

@@ -196,13 +196,10 @@ def _do_move(t: TableState, ps: PlayerState, card: Card, src: int, dst: int | No
     op = L.record_op(t, ps, OpKind.MOVE, (card,), Zone.TABLE, src, dst)
     out = [Event(EventKind.MOVED, t.now_ms, ps.seat, cards=(card,), meld=src, to_meld=op.dst,
                  melds=op.touched)]
-    reserved, losers = pingpong.moved(t, ps, op.seq, card, src, t.board.where[card])
-    for cal in losers:  # M6.5 decision: their moves of the card are the reserved player's
+    reserved, changed = pingpong.moved(t, ps, op.seq, card, src, t.board.where[card])
+    for cal in changed:  # M6.5 decision: the card's moves are the reserved player's now
         L.rejudge(t, cal)
     out += reserved
-    owner = t.open_calata(t.reserved[card]) if reserved else None
-    if owner is not None and owner.player != ps.seat:
-        L.rejudge(t, owner)  # (the mover's own calata is judged next, in after_move)
     return out + after_move(t, ps)
 
 
