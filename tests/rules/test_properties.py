@@ -27,13 +27,12 @@ the simulation harness (`sim/`).
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 import pytest
-from hypothesis import event, note, settings
+from hypothesis import event, note
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -70,20 +69,14 @@ from machiavelox.rules import (
 
 from .sim.agents import HURRIED, Agents, every_action
 from .sim.engine import PlayerState, calata_is_open, deadlines, live_ops
+from .sim.exploration import exploring
 from .sim.finders import Step, fits, leans, melds_among, rearrangements
 from .sim.invariants import assert_refusal_changed_nothing, check_all, snapshot
 from .sim.positions import explicit_deals
 
 T = TypeVar("T")
 
-# CI (CI=true) explores a fixed, derandomized set of examples so a landing is reproducible;
-# developers' runs explore new random examples every time (MACHIAVELOX_HYPOTHESIS_RANDOM=1
-# forces that in CI too; MACHIAVELOX_HYPOTHESIS_EXAMPLES sets how many, for long explorations).
-DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
-EXAMPLES = int(os.environ.get("MACHIAVELOX_HYPOTHESIS_EXAMPLES", "60"))
-SETTINGS = (settings(max_examples=EXAMPLES, stateful_step_count=60, deadline=None,
-                     derandomize=True, database=None) if DERANDOMIZE
-            else settings(max_examples=EXAMPLES, stateful_step_count=60, deadline=None))
+SETTINGS = exploring(stateful_step_count=60)  # (sim/exploration.py: CI's fixed set)
 
 # Passing takes seconds; a failure is then shrunk by Hypothesis for up to 5 minutes, which must
 # not be cut short by the suite's 300 s per-test timeout (the report would lose the example).

@@ -18,12 +18,11 @@ how many).
 
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from machiavelox.rules import (
@@ -42,13 +41,11 @@ from machiavelox.rules import (
 )
 
 from .sim.agents import HURRIED, Agents
+from .sim.exploration import exploring
 from .sim.oracle import TooBig, cut_replay_mismatches, engine_judgement, oracle_judgement
 from .sim.positions import P1, P2, P3, cards, explicit_deals, position
 
-DERANDOMIZE = os.environ.get("CI") == "true" and not os.environ.get("MACHIAVELOX_HYPOTHESIS_RANDOM")
-EXAMPLES = int(os.environ.get("MACHIAVELOX_HYPOTHESIS_EXAMPLES", "60"))
-SETTINGS = (settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None)
-            if DERANDOMIZE else settings(max_examples=EXAMPLES, deadline=None))
+SETTINGS = exploring()  # (sim/exploration.py)
 
 pytestmark = pytest.mark.timeout(900)  # a failure is shrunk for minutes
 
