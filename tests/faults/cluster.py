@@ -1,5 +1,6 @@
-"""The small cluster most fault tests play on: scoring, one shard (`shard-0`) and a gateway with
-the development Login, all real processes on loopback; and three players seated at a table."""
+"""The small clusters most fault tests play on: scoring, one shard (`shard-0`) or two
+(`shard-0`, `shard-1`: the agorà's), and a gateway with the development Login, all real
+processes on loopback; and three players seated at a table."""
 
 from __future__ import annotations
 
@@ -32,6 +33,23 @@ def start_table_cluster(tmp: Path, started: dict[str, Proc], *, shard_port: int 
         "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
         "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{gateway_to or port}",
         **(gateway_env or {})}, tmp)
+
+
+def start_two_shards(tmp: Path, started: dict[str, Proc], env: dict[str, str]) -> None:
+    """Start scoring, shard-0 and shard-1 (no presence, a 1 s grace) and a gateway reaching
+    both into `started`, every one with `env` too, in that order; the caller stops them
+    (`check_all_clean`), whatever failed."""
+    started["scoring"] = start("scoring", "scoring", {**env}, tmp)
+    for sid in ("shard-0", "shard-1"):
+        started[sid] = start(sid, "table", {
+            **env, "MACHIAVELOX_SHARD_ID": sid,
+            "MACHIAVELOX_SCORING_ADDRESS": started["scoring"].address,
+            "MACHIAVELOX_PRESENCE_ADDRESS": "", "MACHIAVELOX_GRACE_S": "1"}, tmp)
+    started["gateway"] = start("gateway", "gateway", {
+        **env, "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
+        "MACHIAVELOX_GATEWAY_SHARDS": ",".join(f"{sid}={started[sid].address}"
+                                               for sid in ("shard-0", "shard-1")),
+        "MACHIAVELOX_PRESENCE_ADDRESS": ""}, tmp)
 
 
 async def seat_players(procs: dict[str, Proc], table_id: str, names: tuple[str, ...],

@@ -53,9 +53,9 @@ from machiavelox.matchmaking.redis_store import RedisStore
 from tests.support.agora import STEP_S, next_update, reason, tokens
 from tests.support.client import bearer
 
+from .cluster import KEY, start_two_shards
 from .test_placement_stall import StallOnce
 
-KEY = "fault-test-key-0123456789abcdef"
 REDIS = "redis://127.0.0.1:6379/0"
 PLAIN = {"MACHIAVELOX_INTERNAL_TLS": "off"}
 LEASE_S = 2.0  # MACHIAVELOX_MATCHMAKING_LEASE_S here: a dead placer's placement is taken soon
@@ -91,17 +91,7 @@ def prefix() -> Iterator[str]:
 def procs(tmp_path: Path) -> Iterator[dict[str, Proc]]:
     started: dict[str, Proc] = {}
     try:
-        started["scoring"] = start("scoring", "scoring", {**PLAIN}, tmp_path)
-        for sid in ("shard-0", "shard-1"):
-            started[sid] = start(sid, "table", {
-                **PLAIN, "MACHIAVELOX_SHARD_ID": sid,
-                "MACHIAVELOX_SCORING_ADDRESS": started["scoring"].address,
-                "MACHIAVELOX_PRESENCE_ADDRESS": "", "MACHIAVELOX_GRACE_S": "1"}, tmp_path)
-        started["gateway"] = start("gateway", "gateway", {
-            **PLAIN, "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-            "MACHIAVELOX_GATEWAY_SHARDS": ",".join(f"{sid}={started[sid].address}"
-                                                   for sid in ("shard-0", "shard-1")),
-            "MACHIAVELOX_PRESENCE_ADDRESS": ""}, tmp_path)
+        start_two_shards(tmp_path, started, PLAIN)
         yield started
     finally:
         check_all_clean(reversed(list(started.values())))

@@ -47,7 +47,8 @@ from tests.support.agora import STEP_S, next_update, tokens
 from tests.support.client import bearer
 from tests.support.tcp_proxy import TcpProxy
 
-KEY = "fault-test-key-0123456789abcdef"
+from .cluster import KEY, start_two_shards
+
 STALL_S = 3.0
 PLAYERS = ("stall-ann", "stall-bob", "stall-cy")
 PLAIN = {"MACHIAVELOX_INTERNAL_TLS": "off"}
@@ -99,17 +100,7 @@ class Cluster:
 def procs(tmp_path: Path) -> Iterator[dict[str, Proc]]:
     started: dict[str, Proc] = {}
     try:
-        started["scoring"] = start("scoring", "scoring", {**PLAIN}, tmp_path)
-        for sid in ("shard-0", "shard-1"):
-            started[sid] = start(sid, "table", {
-                **PLAIN, "MACHIAVELOX_SHARD_ID": sid,
-                "MACHIAVELOX_SCORING_ADDRESS": started["scoring"].address,
-                "MACHIAVELOX_PRESENCE_ADDRESS": "", "MACHIAVELOX_GRACE_S": "1"}, tmp_path)
-        started["gateway"] = start("gateway", "gateway", {
-            **PLAIN, "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-            "MACHIAVELOX_GATEWAY_SHARDS": ",".join(f"{sid}={started[sid].address}"
-                                                   for sid in ("shard-0", "shard-1")),
-            "MACHIAVELOX_PRESENCE_ADDRESS": ""}, tmp_path)
+        start_two_shards(tmp_path, started, PLAIN)
         yield started
     finally:
         check_all_clean(reversed(list(started.values())))
