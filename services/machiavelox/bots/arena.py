@@ -47,7 +47,7 @@ class BaselineBot:
         self.closing.accepted(action)
 
     def refused(self, action: rules.Action) -> None:
-        pass
+        """Today's bot learns nothing from a refusal: its next look decides afresh."""
 
     def idle(self) -> int:
         return self.interval_ms * 5

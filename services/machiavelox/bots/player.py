@@ -129,7 +129,7 @@ class BasicBrain:
         self.closing.accepted(action)
 
     def refused(self, action: rules.Action) -> None:
-        pass
+        """Today's bot learns nothing from a refusal: its next look decides afresh."""
 
     def idle_s(self) -> float:
         return self.interval_s * 5
