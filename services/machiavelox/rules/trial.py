@@ -242,6 +242,13 @@ class Search:
         self.cut = False
         self.prefix: tuple[_Branch | None, int] | None = None
         self.hopeless = self._hopeless()
+        # step i decides a trial op no earlier step stood on (every branch has decided those)
+        self.decides: list[bool] = []
+        seen: set[int] = set(self.hopeless)
+        for st in steps:
+            under = stands_on[st.op.seq]
+            self.decides.append(not under <= seen)
+            seen |= under
 
     def _hopeless(self) -> dict[int, bool]:
         """Trial ops that no way can keep, left out from the start (M5.4.3: a stray): the op
@@ -310,25 +317,28 @@ class Search:
             if not branches:
                 break
             st = self.steps[i]
-            asks = bool(self.stands_on[st.op.seq] - self.hopeless.keys())
+            # a step that decides nothing new (its trial ops were decided at earlier steps in
+            # every branch) makes no new branch: no choices, no merging, pruning waits
+            merge = self.decides[i]
             grown: dict[object, _Branch] = {}
             plain: list[_Branch] = []
             for br in branches:
-                for decided, kept in self._choices(br, st.op.seq):
+                for decided, kept in (self._choices(br, st.op.seq) if merge
+                                      else ((br.decided, br.kept),)):
                     if len(kept) > limit:
                         self.cut = True
                         continue
-                    nb = self._step(br, st, decided, kept, i + 1, asks)
+                    nb = self._step(br, st, decided, kept, i + 1, merge)
                     if nb is None:
                         continue
-                    if not asks:  # nothing decided here: branches stay as distinct as they were
+                    if not merge:  # nothing decided here: branches stay as distinct as they were
                         plain.append(nb)
                         continue
                     key = self._key(nb, i + 1)
                     old = grown.get(key)
                     if old is None or order_key(nb.kept) < order_key(old.kept):
                         grown[key] = nb
-            branches = plain if not asks else list(grown.values())
+            branches = plain if not merge else list(grown.values())
         best: list[Work | None] = [None] * len(self.melds)
         for br in branches:
             for bit, m in enumerate(self.melds):
