@@ -280,11 +280,14 @@ class Search:
                     break
         return out
 
-    def run(self) -> list[Work | None]:
+    def run(self, known: Callable[[int], int | None] | None = None) -> list[Work | None]:
         """Per judged meld, the least work, or None. Small answers are looked for first: a
         replay that keeps only branches with at most `limit` trial ops answers exactly every
-        meld it finds an answer for, and also those it finds none for if no branch had to be
-        dropped for the limit; the others are looked for again with no limit."""
+        meld it finds an answer for (an answer is smallest first, `order_key`), and also those
+        it finds none for if no branch had to be dropped for the limit; the others are looked
+        for again with a limit that cannot miss their answer: the size of some work known to
+        make each of them regular (`known`, by the meld's index: None if none is known), or no
+        limit at all."""
         best: list[Work | None] = [None] * len(self.melds)
         wanted = self.all
         limit = 2
@@ -294,10 +297,22 @@ class Search:
                 if work is not None:
                     best[bit] = work
                     wanted &= ~(1 << bit)
-            if not cut:
+            if not cut or limit >= len(self.free):
                 break
-            limit = len(self.free)
+            limit = max(limit + 1, self._bound(wanted, known))
         return best
+
+    def _bound(self, wanted: int, known: Callable[[int], int | None] | None) -> int:
+        """A limit under which every meld of `wanted` (bits) has its least work: the largest
+        size of work known to make one of them regular (the least is no larger), or all."""
+        most = 0
+        for bit in range(len(self.melds)):
+            if wanted >> bit & 1:
+                size = None if known is None else known(bit)
+                if size is None:
+                    return len(self.free)
+                most = max(most, size)
+        return min(most, len(self.free))
 
     def _run(self, limit: int, wanted: int) -> tuple[list[Work | None], bool]:
         """One replay along every branch with at most `limit` trial ops kept, for the judged
