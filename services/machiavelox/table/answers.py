@@ -28,7 +28,7 @@ class Answer:
     """The outcome of an action: accepted (first_seq, arrival) or refused (error)."""
 
     at_ms: int
-    action: rules.Action
+    action: object  # the engine's action (either ruleset's): compared with a resend's
     arrival: int
     first_seq: int
     error: rules.RulesError | None
@@ -40,13 +40,13 @@ class Answers:
     __slots__ = ("_by_player",)
 
     def __init__(self) -> None:
-        self._by_player: dict[rules.Seat, OrderedDict[str, Answer]] = {}
+        self._by_player: dict[int, OrderedDict[str, Answer]] = {}
 
-    def get(self, seat: rules.Seat, action_id: str) -> Answer | None:
+    def get(self, seat: int, action_id: str) -> Answer | None:
         kept = self._by_player.get(seat)
         return None if kept is None else kept.get(action_id)
 
-    def remember(self, seat: rules.Seat, action_id: str, answer: Answer) -> None:
+    def remember(self, seat: int, action_id: str, answer: Answer) -> None:
         kept = self._by_player.get(seat)
         if kept is None:
             kept = self._by_player[seat] = OrderedDict()

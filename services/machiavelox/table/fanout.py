@@ -11,8 +11,9 @@ carries the whole step.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
-from machiavelox import codec, rules
+from machiavelox import codec
 from machiavelox._gen.v1 import common_pb2
 
 from .gateway_link import EVENT_BYTES, STEP_ITEM_BYTES, GatewayLink
@@ -21,17 +22,32 @@ Outcome = Callable[[common_pb2.Batch], None]
 """Puts an action's ack or refusal into the batch of its actor's item."""
 
 
+class Redactable(Protocol):
+    """An event of either ruleset (`rules.Event`, `classic.ClassicEvent`)."""
+
+    @property
+    def secret_to(self) -> Any: ...
+    def for_viewer(self, viewer: Any) -> Any: ...
+
+
+E = TypeVar("E", bound=Redactable)
+Fill = Callable[[common_pb2.Event, Any, int, int], common_pb2.Event]
+"""Makes an (empty) wire event the wire form of an event: its ruleset's codec."""
+
+
 def _no_action(seq: int) -> int:
     return 0
 
 
-def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, GatewayLink],
-            events: Sequence[tuple[int, rules.Event]], actor: str = "",
+def fan_out(table_id: str, seats: Mapping[str, object], subs: Mapping[str, GatewayLink],
+            events: Sequence[tuple[int, E]], actor: str = "",
             outcome: Outcome | None = None, traceparent: str = "",
-            arrival_of: Callable[[int], int] = _no_action) -> None:
+            arrival_of: Callable[[int], int] = _no_action,
+            fill: Fill = codec.fill_event) -> None:
     """Put one step into the item of each subscribed session (`subs`: player -> the link of
     the gateway serving them). `traceparent`: of the sampled action that made the step;
-    `arrival_of`: the arrival index of the action that produced an event (by its seq)."""
+    `arrival_of`: the arrival index of the action that produced an event (by its seq);
+    `fill`: the events' ruleset's encoder."""
     if not events:
         own = subs.get(actor) if outcome is not None else None
         if own is not None and outcome is not None:
@@ -40,12 +56,12 @@ def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, G
             own.account(STEP_ITEM_BYTES)
         return
     public: Sequence[common_pb2.Event] | None = None
-    owned: dict[int, tuple[rules.Seat, common_pb2.Event]] = {}
+    owned: dict[int, tuple[object, common_pb2.Event]] = {}
     if any(ev.secret_to is not None for _, ev in events):  # something hidden (P5)
-        public = [codec.event_to_pb(ev.for_viewer(None), seq, arrival_of(seq))
+        public = [fill(common_pb2.Event(), ev.for_viewer(None), seq, arrival_of(seq))
                   for seq, ev in events]
-        owned = {i: (ev.secret_to, codec.event_to_pb(ev.for_viewer(ev.secret_to), seq,
-                                                     arrival_of(seq)))
+        owned = {i: (ev.secret_to, fill(common_pb2.Event(), ev.for_viewer(ev.secret_to), seq,
+                                        arrival_of(seq)))
                  for i, (seq, ev) in enumerate(events) if ev.secret_to is not None}
     # each session's item, about (an estimate, not ByteSize: this is every action's path;
     # events are tens of bytes, a few hundred with many cards)
@@ -58,7 +74,7 @@ def fan_out(table_id: str, seats: Mapping[str, rules.Seat], subs: Mapping[str, G
         if public is None:  # the first session: encoded in place, the others copy
             add = batch.events.add
             for seq, ev in events:
-                codec.fill_event(add(), ev, seq, arrival_of(seq))
+                fill(add(), ev, seq, arrival_of(seq))
             public = batch.events
         elif owned:
             seat = seats[player]

@@ -17,9 +17,13 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, TypeVar
 
-from machiavelox import rules
-from machiavelox._gen.v1 import common_pb2, journal_pb2
+from google.protobuf.message import Message
+
+from machiavelox import codec, rules
+from machiavelox._gen.v1 import common_pb2, journal_pb2, table_pb2
+from machiavelox.platform.errors import ServiceError, invalid_argument
 from machiavelox.rules import view_for
 
 from . import records
@@ -29,14 +33,31 @@ from .records import JournalCorruptError, Recorder
 INTERRUPTED = rules.EventKind.INTERRUPTED  # a table that no shard served for a while
 
 
+E = TypeVar("E")
+
+
 @dataclass
-class Applied:
-    """The outcome of one action: accepted (first_seq, arrival) or refused (error)."""
+class Applied(Generic[E]):
+    """The outcome of one action: accepted (first_seq, arrival) or refused (error); `events`:
+    the ruleset's events it produced, numbered."""
 
     arrival: int
     first_seq: int = 0
     error: rules.RulesError | None = None
-    events: list[tuple[int, rules.Event]] = field(default_factory=list)
+    events: list[tuple[int, E]] = field(default_factory=list)
+
+
+class Decoded(NamedTuple):
+    """A wire action decoded for its table (`rulesets.Host.decode`)."""
+
+    action: object  # the engine's action
+    wire: Message  # as it came (journaled as is)
+    verb: str  # for metrics and spans
+
+
+def wrong_ruleset(plays: str, send: str) -> ServiceError:
+    """The refusal of an action of the other ruleset's contract."""
+    return invalid_argument("request/wrong-ruleset", f"this table plays {plays}: send {send}")
 
 
 class TableHost:
@@ -134,8 +155,34 @@ class TableHost:
             raise JournalCorruptError(f"{self.table_id}: replayed to event {self.seq} where "
                                       f"the journal says {seq}")
 
+    def decode(self, player_id: str, req: table_pb2.ActionRequestItem) -> Decoded:
+        """A relayed action, decoded for the player's seat; INVALID_ARGUMENT if malformed."""
+        if req.HasField("classic_action"):
+            raise wrong_ruleset("Machiavelox", "`action`")
+        action = codec.action_from_pb(self.seats[player_id], req.action)
+        return Decoded(action, req.action, req.action.WhichOneof("kind") or "")
+
+    def liveness(self, player_id: str, kind: str, since_wall_ms: int | None,
+                 wall_ms: int) -> Applied[rules.Event]:
+        """What presence says of a player now (`kind`: alive, unknown, or silent since)."""
+        seat = self.seats[player_id]
+        if kind == "alive":
+            action = rules.Liveness(seat, True)
+        elif kind == "unknown":
+            action = rules.Liveness(seat, False, unknown=True)
+        else:
+            since = None if since_wall_ms is None else self.to_table_ms(since_wall_ms)
+            action = rules.Liveness(seat, False, since)
+        return self.apply(player_id, action, wall_ms)
+
+    @property
+    def played_at(self) -> bool:
+        """A player has acted (an accepted action; presence changes are not theirs)."""
+        return any(not isinstance(action, rules.Liveness) for *_, action in self.log)
+
     def apply(self, player_id: str, action: rules.Action, wall_ms: int,
-              wire: common_pb2.Action | None = None, action_id: str = "") -> Applied:
+              wire: common_pb2.Action | None = None, action_id: str = ""
+              ) -> Applied[rules.Event]:
         """Apply one action of a seated player (callers check the seat) at arrival; `wire`:
         the action as it came, journaled as is; `action_id`: the app's idempotency key
         (`answered` then gives its outcome to a resend of it)."""
@@ -147,11 +194,12 @@ class TableHost:
         return self.answers.get(self.seats[player_id], action_id)
 
     def _apply_at(self, player_id: str, action: rules.Action, now: int, arrival: int,
-                  wire: common_pb2.Action | None = None, action_id: str = "") -> Applied:
+                  wire: common_pb2.Action | None = None, action_id: str = ""
+                  ) -> Applied[rules.Event]:
         self.arrivals = arrival
         was = self.match.now_ms
         timer_events = self.match.advance(now)
-        done = Applied(arrival, events=self._record(timer_events))
+        done: Applied[rules.Event] = Applied(arrival, events=self._record(timer_events))
         try:
             produced = self.match.apply(action, now)
         except rules.RulesError as err:
@@ -252,8 +300,23 @@ class TableHost:
         end = None if limit is None else seq + limit
         return [(i + 1, ev.for_viewer(seat)) for i, ev in enumerate(self.events[seq:end], seq)]
 
+    def events_for(self, player_id: str, seq: int, limit: int | None = None
+                   ) -> list[tuple[int, rules.Event]]:
+        return self.events_after(seq, self.seats[player_id], limit)
+
+    @staticmethod
+    def fill_event(msg: common_pb2.Event, event: rules.Event, seq: int, arrival: int = 0
+                   ) -> common_pb2.Event:
+        return codec.fill_event(msg, event, seq, arrival)
+
     def view(self, seat: rules.Seat) -> rules.PlayerView:
         return view_for(self.match.table, seat)
+
+    def snapshot_fields(self, player_id: str) -> dict[str, Message]:
+        """What `player` sees of the table now, as a resume from nothing gets it."""
+        view = codec.view_to_pb(self.view(self.seats[player_id]), self.table_id,
+                                self.match.phase, self.statuses())
+        return {"snapshot": common_pb2.Snapshot(view=view, seq=self.seq)}
 
     def statuses(self) -> list[str]:
         return [self.match.status_word(s) for s in rules.SEATS]

@@ -36,9 +36,9 @@ from typing import Any, Protocol
 from machiavelox._gen.v1 import journal_pb2
 from machiavelox.platform.eager import start_eagerly
 
-from .host import TableHost
 from .journal_store import JournalStore, JournalUnavailableError
 from .records import Recorder
+from .rulesets import Host
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ Failed = Callable[[set[str]], None]
 
 
 class Journal:
-    def __init__(self, store: JournalStore, tables: Mapping[str, TableHost],
+    def __init__(self, store: JournalStore, tables: Mapping[str, Host],
                  watchers: Callable[[], Iterable[Watcher]], on_failure: Failed,
                  on_stored: Callable[[set[str]], None], first_frame: int = 1,
                  checkpoint_s: float = CHECKPOINT_S,

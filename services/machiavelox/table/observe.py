@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.trace import Span
 
@@ -70,8 +71,8 @@ class ShardObserver:
                                              attributes={**where, Attr.ACTION_KIND: kind})
         return Observation(kind, arrived_ns, started, time.perf_counter_ns(), span)
 
-    def end(self, seen: Observation, table_id: str, action: rules.Action,
-            applied: Applied) -> str:
+    def end(self, seen: Observation, table_id: str, action: object,
+            applied: Applied[Any]) -> str:
         """The action applied; the traceparent of its apply span ("" when not traced)."""
         seen.applied_perf_ns = time.perf_counter_ns()
         code = seen.code = applied.error.code if applied.error is not None else ""
@@ -117,6 +118,6 @@ class ShardObserver:
         if self.metrics is not None:
             self.metrics.resent_action()
 
-    def events(self, events: list[tuple[int, rules.Event]]) -> None:
+    def events(self, events: list[tuple[int, Any]]) -> None:
         if self.metrics is not None and events:
             self.metrics.observe_events(events)

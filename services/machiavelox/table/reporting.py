@@ -23,6 +23,7 @@ from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc, table_pb2
 from machiavelox.platform.tls import Connect
 
 from .host import TableHost
+from .rulesets import Host
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,11 @@ class ResultReports:
         self.send = send
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def due(self, host: TableHost) -> None:
-        """Report what the table has ended and not yet sent."""
+    def due(self, host: Host) -> None:
+        """Report what the table has ended and not yet sent (classic tables: nothing yet,
+        docs/classic.md)."""
+        if not isinstance(host, TableHost):
+            return
         for number, result in host.smazzate_to_report():
             host.reporting = number
             if self.send is None:

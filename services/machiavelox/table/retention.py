@@ -12,29 +12,22 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from machiavelox import codec
-from machiavelox._gen.v1 import common_pb2
+from google.protobuf.message import Message
 
-from .host import TableHost
+from .rulesets import Host
 
 FINAL_SNAPSHOTS = 2_000  # the final snapshots kept of tables that left memory
-
-
-def snapshot(host: TableHost, player: str) -> common_pb2.Snapshot:
-    """What `player` sees of the table now, as a resume from nothing gets it."""
-    view = codec.view_to_pb(host.view(host.seats[player]), host.table_id, host.match.phase,
-                            host.statuses())
-    return common_pb2.Snapshot(view=view, seq=host.seq)
 
 
 class Retention:
     def __init__(self, grace_s: float, keep: int = FINAL_SNAPSHOTS) -> None:
         self.grace_s = grace_s
         self.keep = keep
-        self.final: OrderedDict[str, dict[str, common_pb2.Snapshot]] = OrderedDict()
+        # table -> player -> the fields of the ShardItem a late resume gets (its snapshot)
+        self.final: OrderedDict[str, dict[str, dict[str, Message]]] = OrderedDict()
         self._settled_at: dict[str, float] = {}  # table -> when first seen settled
 
-    def leaving(self, hosts: Iterable[TableHost], now: float) -> list[TableHost]:
+    def leaving(self, hosts: Iterable[Host], now: float) -> list[Host]:
         """The tables of `hosts` that may leave memory now (`now`: monotonic seconds); those
         past their grace get their journal closed, and leave at a later call."""
         out = []
@@ -49,9 +42,10 @@ class Retention:
                 host.close()
         return out
 
-    def left(self, host: TableHost) -> None:
+    def left(self, host: Host) -> None:
         """`host` leaves memory: keep its final snapshots."""
         self._settled_at.pop(host.table_id, None)
-        self.final[host.table_id] = {player: snapshot(host, player) for player in host.seats}
+        self.final[host.table_id] = {player: host.snapshot_fields(player)
+                                      for player in host.seats}
         while len(self.final) > self.keep:
             self.final.popitem(last=False)

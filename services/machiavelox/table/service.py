@@ -22,8 +22,8 @@ from typing import Any
 
 import grpc
 
-from machiavelox import rules
-from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox import classic_codec, rules
+from machiavelox._gen.v1 import classic_pb2, table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import (
     ServiceError,
     failed_precondition,
@@ -100,15 +100,31 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
 
     async def CreateTable(self, request: table_pb2.CreateTableRequest,
                           context: Any) -> table_pb2.CreateTableResponse:
-        kind = _KINDS.get(request.kind)
-        if kind is None:
-            raise invalid_argument("table/bad-kind", "kind must be single or long")
+        variants = None
+        if request.ruleset == classic_pb2.RULESET_CLASSIC:  # (its session is in its variants)
+            variants = classic_codec.variants_from_pb(request.classic)
+            kind = rules.MatchKind.SINGLE
+        elif request.ruleset in (classic_pb2.RULESET_UNSPECIFIED,
+                                 classic_pb2.RULESET_MACHIAVELOX):
+            if request.HasField("classic"):
+                raise invalid_argument("table/bad-ruleset",
+                                       "classic variants are for a classic table")
+            found = _KINDS.get(request.kind)
+            if found is None:
+                raise invalid_argument("table/bad-kind", "kind must be single or long")
+            kind = found
+        else:
+            raise invalid_argument("table/bad-ruleset", f"unknown ruleset {request.ruleset}")
         if not request.table_id:
             raise invalid_argument("table/no-id", "a table needs an id")
         table_id = self.placements.get(request.placement_id, request.table_id) \
             if request.placement_id else request.table_id
         self._not_cancelled(table_id)
-        self.shard.create_table(table_id, list(request.player_ids), kind, request.competitive)
+        players = list(request.player_ids)
+        if variants is not None:
+            self.shard.create_classic(table_id, players, variants, request.competitive)
+        else:
+            self.shard.create_table(table_id, players, kind, request.competitive)
         if request.placement_id:
             _remember(self.placements, request.placement_id, table_id)
         await self.shard.durable()

@@ -26,9 +26,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, table_pb2
+from machiavelox.classic import Variants, shuffled_deal
 from machiavelox.platform.errors import (
     ServiceError,
     failed_precondition,
@@ -42,6 +44,7 @@ from machiavelox.platform.errors import (
 from machiavelox.platform.ratelimit import Rate, RateLimits
 
 from .answers import Answer
+from .classic_table import ClassicHost
 from .deadlines import Clock, Deadlines
 from .fanout import Outcome, fan_out
 from .gateway_link import GatewayLink
@@ -51,9 +54,11 @@ from .journal_store import JournalStore
 from .ledger import Ledger
 from .liveness import Evidence, Heard
 from .observe import ShardObserver
-from .records import JournalCorruptError, NoRecorder
+from .records import JournalCorruptError, NoRecorder, Recorder
 from .reporting import ResultReports, Send
-from .retention import Retention, snapshot
+from .retention import Retention
+from .rulesets import Host
+from .rulesets import restore as restore_table
 from .settings import DEFAULT_ACTION_RATE
 
 log = logging.getLogger(__name__)
@@ -62,6 +67,7 @@ LIVENESS_TICK_S = 0.1  # presence changes reach the tables in ticks (see `presen
 PAGE_BYTES = 64 * 1024  # the most events (encoded) one answer to a resume carries
 MAX_REPLAY_EVENTS = 5_000  # further behind than this, a resuming session gets a snapshot
 RESUME_GRACE_S = 120.0  # an ended, reported table stays in memory this long for late resumes
+H = TypeVar("H", TableHost, ClassicHost)
 
 
 class Shard:
@@ -78,7 +84,7 @@ class Shard:
         self.clock = clock
         self.reports = ResultReports(report)
         self.time_scale = time_scale
-        self.tables: dict[str, TableHost] = {}
+        self.tables: dict[str, Host] = {}
         self.subs: dict[str, dict[str, GatewayLink]] = {}
         self.links: set[GatewayLink] = set()
         self.journal: Journal | None = None  # `attach_journal`; None: the journal is off
@@ -121,14 +127,14 @@ class Shard:
         if self.journal is not None:
             await self.journal.durable()
 
-    def restore(self, table_id: str, data: bytes) -> TableHost:
-        """A table rebuilt from its journal (`TableHost.restore`), journaled from now on."""
+    def restore(self, table_id: str, data: bytes) -> Host:
+        """A table rebuilt from its journal (`rulesets.restore`), journaled from now on."""
         assert self.journal is not None
-        host = TableHost.restore(table_id, data, self.journal.recorder(table_id))
+        host = restore_table(table_id, data, self.journal.recorder(table_id))
         self._place(host)
         return host
 
-    def _place(self, host: TableHost) -> None:
+    def _place(self, host: Host) -> None:
         self.tables[host.table_id] = host
         self.subs.setdefault(host.table_id, {})
         self._schedule(host)
@@ -177,7 +183,7 @@ class Shard:
 
     @property
     def players(self) -> int:
-        return sum(3 for t in self.tables.values() if not t.finished)
+        return sum(len(t.players) for t in self.tables.values() if not t.finished)
 
     @property
     def tables_in_play(self) -> int:
@@ -190,11 +196,25 @@ class Shard:
 
     def create_table(self, table_id: str, players: list[str], kind: rules.MatchKind,
                      competitive: bool) -> TableHost:
+        deal = None if self.deal_seed is None else rules.shuffled_deal(self.deal_seed)
+        return self._create(table_id, players, TableHost, lambda recorder: TableHost(
+            table_id, players, kind, competitive, self.clock(), deal,
+            time_scale=self.time_scale, journal=recorder))
+
+    def create_classic(self, table_id: str, players: list[str], variants: Variants,
+                       competitive: bool) -> ClassicHost:  # (issue 16)
+        deal = None if self.deal_seed is None else shuffled_deal(variants, self.deal_seed)
+        return self._create(table_id, players, ClassicHost, lambda recorder: ClassicHost(
+            table_id, players, variants, competitive, self.clock(), deal,
+            time_scale=self.time_scale, journal=recorder))
+
+    def _create(self, table_id: str, players: list[str], cls: type[H],
+                make: Callable[[Recorder], H]) -> H:
         existing = self.tables.get(table_id)
         if existing is not None:
-            if existing.players != players:
-                raise failed_precondition("table/exists",
-                                          f"table {shown(table_id)} exists with other players")
+            if existing.players != players or not isinstance(existing, cls):
+                raise failed_precondition("table/exists", f"table {shown(table_id)} exists "
+                                          "with other players or rules")
             return existing
         if self.draining:
             raise failed_precondition("shard/draining", f"{self.shard_id} is draining")
@@ -203,10 +223,7 @@ class Shard:
         if self.journal_down:
             raise unavailable("table/journal", f"{self.shard_id} cannot write its journal now")
         try:
-            deal = None if self.deal_seed is None else rules.shuffled_deal(self.deal_seed)
-            recorder = NoRecorder() if self.journal is None else self.journal.recorder(table_id)
-            host = TableHost(table_id, players, kind, competitive, self.clock(), deal,
-                             time_scale=self.time_scale, journal=recorder)
+            host = make(NoRecorder() if self.journal is None else self.journal.recorder(table_id))
         except ValueError as err:
             raise invalid_argument("table/bad-players", str(err)) from None
         self._place(host)
@@ -232,8 +249,7 @@ class Shard:
         if host.closed != "cancelled":  # (else: a cancellation already under way)
             if host.finished:
                 raise failed_precondition("table/ended", f"table {shown(table_id)} has ended")
-            if self.subs.get(table_id) or any(not isinstance(action, rules.Liveness)
-                                              for *_, action in host.log):
+            if self.subs.get(table_id) or host.played_at:
                 raise failed_precondition("table/in-play", f"table {shown(table_id)} has been "
                                           "played at: it can only end by its rules")
             if self.journal_down:
@@ -255,7 +271,7 @@ class Shard:
                                                "shard_id": self.shard_id})
         return True
 
-    def _schedule(self, host: TableHost) -> None:
+    def _schedule(self, host: Host) -> None:
         self.deadlines.arm(host.table_id, host.next_wall_deadline())
 
     async def run_timers(self) -> None:
@@ -277,13 +293,13 @@ class Shard:
             return
         self._after(host, host.advance(now))
 
-    def _after(self, host: TableHost, events: list[tuple[int, rules.Event]],
+    def _after(self, host: Host, events: list[tuple[int, Any]],
                actor: str = "", outcome: Outcome | None = None, traceparent: str = "") -> None:
         """Deliver one step of a table to every subscribed session (`fanout.py`: the actor's
         outcome with the events, each seat's view), then report results, re-arm timers."""
         self._defer(lambda: self.observer.events(events))
         fan_out(host.table_id, host.seats, self.subs.get(host.table_id, {}), events, actor,
-                outcome, traceparent, host.arrival_of)
+                outcome, traceparent, host.arrival_of, host.fill_event)
         if events and self.journal is None:  # (journaled: once stored, `_stored`)
             self._defer(lambda: self.reports.due(host))
         self._defer(lambda: self._schedule(host))
@@ -342,28 +358,21 @@ class Shard:
                         self._reassess(host, player, now)
             was_down = down
 
-    def _sign(self, host: TableHost, player_id: str, now: int | None = None) -> None:
+    def _sign(self, host: Host, player_id: str, now: int | None = None) -> None:
         """A first-hand sign of life (the player's gateway: subscription, action, heartbeat)."""
         key = (host.table_id, player_id)
         self.evidence.sign(key, self.clock() if now is None else now)
         if not self.evidence.told_alive(key):
             self._reassess(host, player_id)
 
-    def _reassess(self, host: TableHost, player_id: str, now: int | None = None) -> None:
+    def _reassess(self, host: Host, player_id: str, now: int | None = None) -> None:
         if self.journal_down:  # (not stored: told again once it can be)
             return
         now = self.clock() if now is None else now
         heard = self.evidence.change((host.table_id, player_id), now)
         if heard is None:
             return
-        seat = host.seats[player_id]
-        if heard.kind == "alive":
-            action = rules.Liveness(seat, True)
-        elif heard.kind == "unknown":
-            action = rules.Liveness(seat, False, unknown=True)
-        else:
-            action = rules.Liveness(seat, False, host.to_table_ms(heard.since_ms))
-        self._after(host, host.apply(player_id, action, now).events)
+        self._after(host, host.liveness(player_id, heard.kind, heard.since_ms, now).events)
 
     # ------------------------------------------------------------------ gateway items
     def drop_link(self, link: GatewayLink) -> None:
@@ -428,7 +437,7 @@ class Shard:
                       refused=common_pb2.ActionRefused(client_action_id=action_id,
                                                        refusal=codec.refusal_to_pb(err)))
 
-    def _seated(self, table_id: str, player_id: str) -> TableHost:
+    def _seated(self, table_id: str, player_id: str) -> Host:
         host = self.tables.get(table_id)
         if host is None:
             raise not_found("table/unknown", f"no table {shown(table_id)} here")
@@ -437,27 +446,26 @@ class Shard:
                                     f"{shown(player_id)} is not seated at {shown(table_id)}")
         return host
 
-    def _subscribe(self, link: GatewayLink, host: TableHost, player: str, from_seq: int) -> None:
+    def _subscribe(self, link: GatewayLink, host: Host, player: str, from_seq: int) -> None:
         self.subs[host.table_id][player] = link
         if not host.finished:
             self._sign(host, player)
-        seat = host.seats[player]
         if from_seq <= 0 or from_seq > host.seq:
-            link.item(host.table_id, player, snapshot=snapshot(host, player))
+            link.item(host.table_id, player, **host.snapshot_fields(player))
             return
         if host.seq - from_seq > MAX_REPLAY_EVENTS:  # too far behind: start afresh
             self._subscribe(link, host, player, 0)
             return
-        link.item(host.table_id, player, events=self.page(host, seat, from_seq))
+        link.item(host.table_id, player, events=self.page(host, player, from_seq))
 
     @staticmethod
-    def page(host: TableHost, seat: rules.Seat, from_seq: int) -> table_pb2.EventList:
-        """The events after `from_seq` for `seat`, as many as fit in PAGE_BYTES (at least one);
-        `more` when the table has further ones."""
+    def page(host: Host, player: str, from_seq: int) -> table_pb2.EventList:
+        """The events after `from_seq` for `player`, as many as fit in PAGE_BYTES (at least
+        one); `more` when the table has further ones."""
         page = table_pb2.EventList()
         size = 0
-        for seq, ev in host.events_after(from_seq, seat, limit=MAX_REPLAY_EVENTS):
-            encoded = codec.event_to_pb(ev, seq, host.arrival_of(seq))
+        for seq, ev in host.events_for(player, from_seq, limit=MAX_REPLAY_EVENTS):
+            encoded = host.fill_event(common_pb2.Event(), ev, seq, host.arrival_of(seq))
             size += encoded.ByteSize() + 4
             if size > PAGE_BYTES and page.events:
                 break
@@ -465,18 +473,18 @@ class Shard:
         page.more = bool(page.events) and page.events[-1].seq < host.seq
         return page
 
-    def _act(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
+    def _act(self, link: GatewayLink, host: Host, item: table_pb2.GatewayItem,
              arrived_ns: int) -> None:
         player, req = item.player_id, item.action
-        action = codec.action_from_pb(host.seats[player], req.action)
+        decoded = host.decode(player, req)
+        action = decoded.action
         if req.client_action_id:  # a resend is answered as the first time, whatever now is
             earlier = host.answered(player, req.client_action_id)
             if earlier is not None:
                 self._answer_again(link, host, item, action, earlier)
                 return
         if not self.limits.allow((host.table_id, player), time.monotonic()):
-            raise resource_exhausted("rate/limited",
-                               "too many actions: slow down")
+            raise resource_exhausted("rate/limited", "too many actions: slow down")
         if self.journal_down:
             raise unavailable("table/journal", "the table's journal cannot be written now: "
                               "try again shortly")
@@ -484,9 +492,9 @@ class Shard:
             self.ledger.add(link, item)
         now = self.clock()
         self._sign(host, player, now)  # (an action is a sign of life, M11.1 decision)
-        seen = self.observer.begin(host.table_id, player, req.action.WhichOneof("kind") or "",
-                                   item.traceparent, arrived_ns)
-        applied = host.apply(player, action, now, req.action, req.client_action_id)
+        seen = self.observer.begin(host.table_id, player, decoded.verb, item.traceparent,
+                                   arrived_ns)
+        applied = host.apply(player, action, now, decoded.wire, req.client_action_id)
         traceparent = self.observer.end(seen, host.table_id, action, applied)
         self._defer(lambda: self.observer.count(seen))
         action_id = req.client_action_id
@@ -501,8 +509,8 @@ class Shard:
             return
         self._after(host, applied.events, player, outcome, traceparent)
 
-    def _answer_again(self, link: GatewayLink, host: TableHost, item: table_pb2.GatewayItem,
-                      action: rules.Action, earlier: Answer) -> None:
+    def _answer_again(self, link: GatewayLink, host: Host, item: table_pb2.GatewayItem,
+                      action: object, earlier: Answer) -> None:
         """A resent action (its client_action_id already answered): the original outcome,
         nothing applied (issue 13). It leaves after what the original's answer waits for
         (the gated outbox keeps its order), or is refused with it if that write fails."""
@@ -568,7 +576,7 @@ class Shard:
         if final is None:
             raise permission_denied("table/not-seated", f"{shown(item.player_id)} is not "
                                     f"seated at {shown(item.table_id)}")
-        link.item(item.table_id, item.player_id, snapshot=final)
+        link.item(item.table_id, item.player_id, **final)
 
     async def close(self, report_wait_s: float = 5.0) -> int:
         """Wait (bounded) for the reports in flight and write what is recorded; the number of

@@ -34,12 +34,18 @@ class _SeatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Seat.ValueType],
     """The second seat, "p2"."""
     SEAT_P3: _Seat.ValueType  # 3
     """The third seat, "p3"."""
+    SEAT_P4: _Seat.ValueType  # 4
+    """The fourth seat, "p4" (classic tables only)."""
+    SEAT_P5: _Seat.ValueType  # 5
+    """The fifth seat, "p5" (classic tables only)."""
+    SEAT_P6: _Seat.ValueType  # 6
+    """The sixth seat, "p6" (classic tables only)."""
 
 class Seat(_Seat, metaclass=_SeatEnumTypeWrapper):
     """Shared types of the Machiavelox contracts: cards, seats, table views, events, actions.
     Every message between services and to clients is defined under proto/machiavelox/v1.
 
-    A seat at a table (M1.5). Three players, always.
+    A seat at a table: three at a Machiavelox table (M1.5), two to six at a classic one (C1).
     """
 
 SEAT_UNSPECIFIED: Seat.ValueType  # 0
@@ -50,6 +56,12 @@ SEAT_P2: Seat.ValueType  # 2
 """The second seat, "p2"."""
 SEAT_P3: Seat.ValueType  # 3
 """The third seat, "p3"."""
+SEAT_P4: Seat.ValueType  # 4
+"""The fourth seat, "p4" (classic tables only)."""
+SEAT_P5: Seat.ValueType  # 5
+"""The fifth seat, "p5" (classic tables only)."""
+SEAT_P6: Seat.ValueType  # 6
+"""The sixth seat, "p6" (classic tables only)."""
 Global___Seat: _TypeAlias = Seat  # noqa: Y015
 
 class _Phase:
@@ -155,6 +167,96 @@ CARD_STATUS_CONFIRMED: CardStatus.ValueType  # 2
 CARD_STATUS_CONSOLIDATED: CardStatus.ValueType  # 3
 """Definitive."""
 Global___CardStatus: _TypeAlias = CardStatus  # noqa: Y015
+
+class _ClassicEventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ClassicEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClassicEventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CLASSIC_EVENT_KIND_UNSPECIFIED: _ClassicEventKind.ValueType  # 0
+    """Not a classic event, or a kind newer than the reader's contract (`kind` names it)."""
+    CLASSIC_EVENT_KIND_TURN: _ClassicEventKind.ValueType  # 1
+    """A player's turn began (C4, C5)."""
+    CLASSIC_EVENT_KIND_MELDED: _ClassicEventKind.ValueType  # 2
+    """Hand cards put down as a new meld (C5)."""
+    CLASSIC_EVENT_KIND_ATTACHED: _ClassicEventKind.ValueType  # 3
+    """A hand card added to a meld (C5)."""
+    CLASSIC_EVENT_KIND_MOVED: _ClassicEventKind.ValueType  # 4
+    """A table card moved to another meld or a new one (C3, C5)."""
+    CLASSIC_EVENT_KIND_SWAPPED: _ClassicEventKind.ValueType  # 5
+    """A hand card took a joker's place; the joker went to the hand (C2)."""
+    CLASSIC_EVENT_KIND_PLAYED: _ClassicEventKind.ValueType  # 6
+    """A turn ended with the table in order (`count`: hand cards played, C5)."""
+    CLASSIC_EVENT_KIND_OPENED: _ClassicEventKind.ValueType  # 7
+    """A player made the opening (C8)."""
+    CLASSIC_EVENT_KIND_DREW: _ClassicEventKind.ValueType  # 8
+    """A card drawn from the stock (its face only to the drawer, P5)."""
+    CLASSIC_EVENT_KIND_TIMEOUT: _ClassicEventKind.ValueType  # 9
+    """A turn's time ran out (C7)."""
+    CLASSIC_EVENT_KIND_RESTORED: _ClassicEventKind.ValueType  # 10
+    """A turn given up: the table as it was, the cards played back in hand (C6)."""
+    CLASSIC_EVENT_KIND_PENALTY: _ClassicEventKind.ValueType  # 11
+    """The penalty cards drawn after a failed turn (`count`; faces only to the player, C6)."""
+    CLASSIC_EVENT_KIND_STOCK_OUT: _ClassicEventKind.ValueType  # 12
+    """A card was due and the stock is empty: the hand ends (C10)."""
+    CLASSIC_EVENT_KIND_HAND_WON: _ClassicEventKind.ValueType  # 13
+    """A player won the hand (C9, C10)."""
+    CLASSIC_EVENT_KIND_HAND_ENDED: _ClassicEventKind.ValueType  # 14
+    """The hand ended (`detail`: its result)."""
+    CLASSIC_EVENT_KIND_ELIMINATED: _ClassicEventKind.ValueType  # 15
+    """A player is out of an elimination session (C11)."""
+    CLASSIC_EVENT_KIND_ENDED: _ClassicEventKind.ValueType  # 16
+    """The session ended (`player`: its winner, when there is one; `detail`: its result, C11)."""
+    CLASSIC_EVENT_KIND_ABSENT: _ClassicEventKind.ValueType  # 17
+    """A silent player's turn ended by absence (docs/rules-decisions.md, classic absence)."""
+    CLASSIC_EVENT_KIND_INTERRUPTED: _ClassicEventKind.ValueType  # 18
+    """No shard served the table for a while (`detail`: how long, ms): its clock paused."""
+
+class ClassicEventKind(_ClassicEventKind, metaclass=_ClassicEventKindEnumTypeWrapper):
+    """What an event of a classic table says happened (docs/classic.md); each value's name is
+    `kind`'s word in capitals.
+    """
+
+CLASSIC_EVENT_KIND_UNSPECIFIED: ClassicEventKind.ValueType  # 0
+"""Not a classic event, or a kind newer than the reader's contract (`kind` names it)."""
+CLASSIC_EVENT_KIND_TURN: ClassicEventKind.ValueType  # 1
+"""A player's turn began (C4, C5)."""
+CLASSIC_EVENT_KIND_MELDED: ClassicEventKind.ValueType  # 2
+"""Hand cards put down as a new meld (C5)."""
+CLASSIC_EVENT_KIND_ATTACHED: ClassicEventKind.ValueType  # 3
+"""A hand card added to a meld (C5)."""
+CLASSIC_EVENT_KIND_MOVED: ClassicEventKind.ValueType  # 4
+"""A table card moved to another meld or a new one (C3, C5)."""
+CLASSIC_EVENT_KIND_SWAPPED: ClassicEventKind.ValueType  # 5
+"""A hand card took a joker's place; the joker went to the hand (C2)."""
+CLASSIC_EVENT_KIND_PLAYED: ClassicEventKind.ValueType  # 6
+"""A turn ended with the table in order (`count`: hand cards played, C5)."""
+CLASSIC_EVENT_KIND_OPENED: ClassicEventKind.ValueType  # 7
+"""A player made the opening (C8)."""
+CLASSIC_EVENT_KIND_DREW: ClassicEventKind.ValueType  # 8
+"""A card drawn from the stock (its face only to the drawer, P5)."""
+CLASSIC_EVENT_KIND_TIMEOUT: ClassicEventKind.ValueType  # 9
+"""A turn's time ran out (C7)."""
+CLASSIC_EVENT_KIND_RESTORED: ClassicEventKind.ValueType  # 10
+"""A turn given up: the table as it was, the cards played back in hand (C6)."""
+CLASSIC_EVENT_KIND_PENALTY: ClassicEventKind.ValueType  # 11
+"""The penalty cards drawn after a failed turn (`count`; faces only to the player, C6)."""
+CLASSIC_EVENT_KIND_STOCK_OUT: ClassicEventKind.ValueType  # 12
+"""A card was due and the stock is empty: the hand ends (C10)."""
+CLASSIC_EVENT_KIND_HAND_WON: ClassicEventKind.ValueType  # 13
+"""A player won the hand (C9, C10)."""
+CLASSIC_EVENT_KIND_HAND_ENDED: ClassicEventKind.ValueType  # 14
+"""The hand ended (`detail`: its result)."""
+CLASSIC_EVENT_KIND_ELIMINATED: ClassicEventKind.ValueType  # 15
+"""A player is out of an elimination session (C11)."""
+CLASSIC_EVENT_KIND_ENDED: ClassicEventKind.ValueType  # 16
+"""The session ended (`player`: its winner, when there is one; `detail`: its result, C11)."""
+CLASSIC_EVENT_KIND_ABSENT: ClassicEventKind.ValueType  # 17
+"""A silent player's turn ended by absence (docs/rules-decisions.md, classic absence)."""
+CLASSIC_EVENT_KIND_INTERRUPTED: ClassicEventKind.ValueType  # 18
+"""No shard served the table for a while (`detail`: how long, ms): its clock paused."""
+Global___ClassicEventKind: _TypeAlias = ClassicEventKind  # noqa: Y015
 
 class _EventKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -308,13 +410,15 @@ Global___EventKind: _TypeAlias = EventKind  # noqa: Y015
 class Card(_message.Message):
     """One physical card (M1.1). `index` is its stable identity:
     (copy - 1) * 52 + suit * 13 + (rank - 1), suits in the order S H D C, ranks A=1 .. K=13.
+    Machiavelox plays copies 1 and 2 (0..103); a classic table also a third deck (copy 3,
+    104..155) and jokers 1..4 (156..159), the same card everywhere (classic/cards.py).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     INDEX_FIELD_NUMBER: _builtins.int
     index: _builtins.int
-    """The card's identity, 0..103."""
+    """The card's identity, 0..103 (Machiavelox), 0..159 (classic)."""
     def __init__(
         self,
         *,
@@ -652,6 +756,8 @@ class Event(_message.Message):
     DETAIL_FIELD_NUMBER: _builtins.int
     KIND_CODE_FIELD_NUMBER: _builtins.int
     ARRIVAL_INDEX_FIELD_NUMBER: _builtins.int
+    CLASSIC_KIND_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     """The table's sequence number: strictly increasing by one per event at that table."""
     at_ms: _builtins.int
@@ -680,6 +786,15 @@ class Event(_message.Message):
     table's arrival order, M6.4); 0 when time produced it (a timer, an absence, a restart).
     A race lost (`card/held`) is to the action whose events took the card first.
     """
+    classic_kind: Global___ClassicEventKind.ValueType
+    """At a classic table: the kind as an enum (`kind_code` is then EVENT_KIND_UNSPECIFIED, the
+    same words mean other things there; CLASSIC_EVENT_KIND_UNSPECIFIED at a Machiavelox
+    table, or a kind newer than the reader's contract).
+    """
+    count: _builtins.int
+    """A number some classic events carry: the cards of a `penalty`, the hand cards a turn
+    played (`played`).
+    """
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___Card]:
         """The cards involved; empty when the viewer may not see them (a drawn card, P5)."""
@@ -703,10 +818,12 @@ class Event(_message.Message):
         detail: _builtins.str = ...,
         kind_code: Global___EventKind.ValueType = ...,
         arrival_index: _builtins.int = ...,
+        classic_kind: Global___ClassicEventKind.ValueType = ...,
+        count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arrival_index", b"arrival_index", "at_ms", b"at_ms", "by", b"by", "cards", b"cards", "detail", b"detail", "kind", b"kind", "kind_code", b"kind_code", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arrival_index", b"arrival_index", "at_ms", b"at_ms", "by", b"by", "cards", b"cards", "classic_kind", b"classic_kind", "count", b"count", "detail", b"detail", "kind", b"kind", "kind_code", b"kind_code", "meld", b"meld", "melds", b"melds", "player", b"player", "seq", b"seq", "to_meld", b"to_meld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

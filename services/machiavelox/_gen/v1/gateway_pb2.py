@@ -23,32 +23,33 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from machiavelox._gen.v1 import classic_pb2 as machiavelox_dot_v1_dot_classic__pb2
 from machiavelox._gen.v1 import common_pb2 as machiavelox_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/gateway.proto\x12\x0emachiavelox.v1\x1a\x1bmachiavelox/v1/common.proto\"\x1e\n\x0cLoginRequest\x12\x0e\n\x06player\x18\x01 \x01(\t\"E\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x12\n\nexpires_at\x18\x03 \x01(\x03\"\xc6\x01\n\x0bPlayRequest\x12$\n\x04join\x18\x01 \x01(\x0b\x32\x14.machiavelox.v1.JoinH\x00\x12/\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRequestH\x00\x12.\n\theartbeat\x18\x03 \x01(\x0b\x32\x19.machiavelox.v1.HeartbeatH\x00\x12(\n\x06resync\x18\x04 \x01(\x0b\x32\x16.machiavelox.v1.ResyncH\x00\x42\x06\n\x04kind\";\n\x04Join\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08last_seq\x18\x02 \x01(\x04\x12\x0f\n\x07\x62\x61tched\x18\x03 \x01(\x08\"i\n\rActionRequest\x12\x18\n\x10\x63lient_action_id\x18\x01 \x01(\t\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.machiavelox.v1.Action\x12\x16\n\x0e\x63lient_sent_ms\x18\x03 \x01(\x03\"\x08\n\x06Resync\"\x1e\n\tHeartbeat\x12\x11\n\tclient_ms\x18\x01 \x01(\x03\"\xea\x01\n\x0cPlayResponse\x12,\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.machiavelox.v1.SnapshotH\x00\x12&\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x15.machiavelox.v1.EventH\x00\x12\"\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x13.machiavelox.v1.AckH\x00\x12\x30\n\x07refused\x18\x04 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRefusedH\x00\x12&\n\x05\x62\x61tch\x18\x05 \x01(\x0b\x32\x15.machiavelox.v1.BatchH\x00\x42\x06\n\x04kind2\x9d\x01\n\x0eGatewayService\x12\x44\n\x05Login\x12\x1c.machiavelox.v1.LoginRequest\x1a\x1d.machiavelox.v1.LoginResponse\x12\x45\n\x04Play\x12\x1b.machiavelox.v1.PlayRequest\x1a\x1c.machiavelox.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/gateway.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\"\x1e\n\x0cLoginRequest\x12\x0e\n\x06player\x18\x01 \x01(\t\"E\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x12\n\nexpires_at\x18\x03 \x01(\x03\"\xc6\x01\n\x0bPlayRequest\x12$\n\x04join\x18\x01 \x01(\x0b\x32\x14.machiavelox.v1.JoinH\x00\x12/\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRequestH\x00\x12.\n\theartbeat\x18\x03 \x01(\x0b\x32\x19.machiavelox.v1.HeartbeatH\x00\x12(\n\x06resync\x18\x04 \x01(\x0b\x32\x16.machiavelox.v1.ResyncH\x00\x42\x06\n\x04kind\";\n\x04Join\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08last_seq\x18\x02 \x01(\x04\x12\x0f\n\x07\x62\x61tched\x18\x03 \x01(\x08\"\xa0\x01\n\rActionRequest\x12\x18\n\x10\x63lient_action_id\x18\x01 \x01(\t\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.machiavelox.v1.Action\x12\x16\n\x0e\x63lient_sent_ms\x18\x03 \x01(\x03\x12\x35\n\x0e\x63lassic_action\x18\x04 \x01(\x0b\x32\x1d.machiavelox.v1.ClassicAction\"\x08\n\x06Resync\"\x1e\n\tHeartbeat\x12\x11\n\tclient_ms\x18\x01 \x01(\x03\"\xa7\x02\n\x0cPlayResponse\x12,\n\x08snapshot\x18\x01 \x01(\x0b\x32\x18.machiavelox.v1.SnapshotH\x00\x12&\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x15.machiavelox.v1.EventH\x00\x12\"\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x13.machiavelox.v1.AckH\x00\x12\x30\n\x07refused\x18\x04 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRefusedH\x00\x12&\n\x05\x62\x61tch\x18\x05 \x01(\x0b\x32\x15.machiavelox.v1.BatchH\x00\x12;\n\x10\x63lassic_snapshot\x18\x06 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicSnapshotH\x00\x42\x06\n\x04kind2\x9d\x01\n\x0eGatewayService\x12\x44\n\x05Login\x12\x1c.machiavelox.v1.LoginRequest\x1a\x1d.machiavelox.v1.LoginResponse\x12\x45\n\x04Play\x12\x1b.machiavelox.v1.PlayRequest\x1a\x1c.machiavelox.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machiavelox.v1.gateway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LOGINREQUEST']._serialized_start=77
-  _globals['_LOGINREQUEST']._serialized_end=107
-  _globals['_LOGINRESPONSE']._serialized_start=109
-  _globals['_LOGINRESPONSE']._serialized_end=178
-  _globals['_PLAYREQUEST']._serialized_start=181
-  _globals['_PLAYREQUEST']._serialized_end=379
-  _globals['_JOIN']._serialized_start=381
-  _globals['_JOIN']._serialized_end=440
-  _globals['_ACTIONREQUEST']._serialized_start=442
-  _globals['_ACTIONREQUEST']._serialized_end=547
-  _globals['_RESYNC']._serialized_start=549
-  _globals['_RESYNC']._serialized_end=557
-  _globals['_HEARTBEAT']._serialized_start=559
-  _globals['_HEARTBEAT']._serialized_end=589
-  _globals['_PLAYRESPONSE']._serialized_start=592
-  _globals['_PLAYRESPONSE']._serialized_end=826
-  _globals['_GATEWAYSERVICE']._serialized_start=829
-  _globals['_GATEWAYSERVICE']._serialized_end=986
+  _globals['_LOGINREQUEST']._serialized_start=107
+  _globals['_LOGINREQUEST']._serialized_end=137
+  _globals['_LOGINRESPONSE']._serialized_start=139
+  _globals['_LOGINRESPONSE']._serialized_end=208
+  _globals['_PLAYREQUEST']._serialized_start=211
+  _globals['_PLAYREQUEST']._serialized_end=409
+  _globals['_JOIN']._serialized_start=411
+  _globals['_JOIN']._serialized_end=470
+  _globals['_ACTIONREQUEST']._serialized_start=473
+  _globals['_ACTIONREQUEST']._serialized_end=633
+  _globals['_RESYNC']._serialized_start=635
+  _globals['_RESYNC']._serialized_end=643
+  _globals['_HEARTBEAT']._serialized_start=645
+  _globals['_HEARTBEAT']._serialized_end=675
+  _globals['_PLAYRESPONSE']._serialized_start=678
+  _globals['_PLAYRESPONSE']._serialized_end=973
+  _globals['_GATEWAYSERVICE']._serialized_start=976
+  _globals['_GATEWAYSERVICE']._serialized_end=1133
 # @@protoc_insertion_point(module_scope)

@@ -6,6 +6,7 @@ isort:skip_file
 
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 from machiavelox._gen.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
@@ -158,6 +159,7 @@ class ActionRequest(_message.Message):
     CLIENT_ACTION_ID_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     CLIENT_SENT_MS_FIELD_NUMBER: _builtins.int
+    CLASSIC_ACTION_FIELD_NUMBER: _builtins.int
     client_action_id: _builtins.str
     """The app's id for the action, echoed in the ack or refusal."""
     client_sent_ms: _builtins.int
@@ -166,16 +168,21 @@ class ActionRequest(_message.Message):
     def action(self) -> _common_pb2.Action:
         """The action."""
 
+    @_builtins.property
+    def classic_action(self) -> _classic_pb2.ClassicAction:
+        """At a classic table, the action (instead of `action`)."""
+
     def __init__(
         self,
         *,
         client_action_id: _builtins.str = ...,
         action: _common_pb2.Action | None = ...,
         client_sent_ms: _builtins.int = ...,
+        classic_action: _classic_pb2.ClassicAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "classic_action", b"classic_action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "client_action_id", b"client_action_id", "client_sent_ms", b"client_sent_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "classic_action", b"classic_action", "client_action_id", b"client_action_id", "client_sent_ms", b"client_sent_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -231,6 +238,7 @@ class PlayResponse(_message.Message):
     ACK_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
+    CLASSIC_SNAPSHOT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def snapshot(self) -> _common_pb2.Snapshot:
         """The full view: first message after a join, or when resuming from too far back."""
@@ -251,6 +259,10 @@ class PlayResponse(_message.Message):
     def batch(self) -> _common_pb2.Batch:
         """An outcome and events together (only to sessions that joined with `batched`)."""
 
+    @_builtins.property
+    def classic_snapshot(self) -> _classic_pb2.ClassicSnapshot:
+        """The full view of a classic table (instead of `snapshot`)."""
+
     def __init__(
         self,
         *,
@@ -259,12 +271,13 @@ class PlayResponse(_message.Message):
         ack: _common_pb2.Ack | None = ...,
         refused: _common_pb2.ActionRefused | None = ...,
         batch: _common_pb2.Batch | None = ...,
+        classic_snapshot: _classic_pb2.ClassicSnapshot | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "classic_snapshot", b"classic_snapshot", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "classic_snapshot", b"classic_snapshot", "event", b"event", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event", "ack", "refused", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "event", "ack", "refused", "batch", "classic_snapshot"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 

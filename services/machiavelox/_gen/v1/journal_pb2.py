@@ -23,39 +23,44 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from machiavelox._gen.v1 import classic_pb2 as machiavelox_dot_v1_dot_classic__pb2
 from machiavelox._gen.v1 import common_pb2 as machiavelox_dot_v1_dot_common__pb2
 from machiavelox._gen.v1 import table_pb2 as machiavelox_dot_v1_dot_table__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/journal.proto\x12\x0emachiavelox.v1\x1a\x1bmachiavelox/v1/common.proto\x1a\x1amachiavelox/v1/table.proto\"<\n\x0cJournalFrame\x12,\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x1c.machiavelox.v1.JournalChunk\"?\n\x0cJournalChunk\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0f\n\x07records\x18\x02 \x01(\x0c\x12\x0c\n\x04\x66ull\x18\x03 \x01(\x08\"\xda\x02\n\rJournalRecord\x12-\n\x06opened\x18\x01 \x01(\x0b\x32\x1b.machiavelox.v1.TableOpenedH\x00\x12*\n\x04\x64\x65\x61l\x18\x02 \x01(\x0b\x32\x1a.machiavelox.v1.DealRecordH\x00\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x1b.machiavelox.v1.InputRecordH\x00\x12,\n\x08\x61\x64vanced\x18\x04 \x01(\x0b\x32\x18.machiavelox.v1.AdvancedH\x00\x12\x32\n\x0binterrupted\x18\x05 \x01(\x0b\x32\x1b.machiavelox.v1.InterruptedH\x00\x12,\n\x08reported\x18\x06 \x01(\x0b\x32\x18.machiavelox.v1.ReportedH\x00\x12(\n\x06\x63losed\x18\x07 \x01(\x0b\x32\x16.machiavelox.v1.ClosedH\x00\x42\x06\n\x04kind\"\xb0\x01\n\x0bTableOpened\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x03 \x01(\x08\x12\x11\n\torigin_ms\x18\x04 \x01(\x03\x12\x12\n\ntime_scale\x18\x05 \x01(\x01\x12(\n\x04\x64\x65\x61l\x18\x06 \x01(\x0b\x32\x1a.machiavelox.v1.DealRecord\"\x84\x02\n\nDealRecord\x12)\n\x07removed\x18\x01 \x01(\x0b\x32\x18.machiavelox.v1.CardList\x12)\n\x07talloni\x18\x02 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05hands\x18\x03 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05table\x18\x04 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12#\n\x05\x64rawn\x18\x05 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12)\n\x0b\x64irect_meld\x18\x06 \x03(\x0e\x32\x14.machiavelox.v1.Seat\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\r\"\xee\x01\n\x0bInputRecord\x12\x0f\n\x07\x61rrival\x18\x01 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\"\n\x04seat\x18\x03 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12(\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.machiavelox.v1.ActionH\x00\x12\x31\n\x08liveness\x18\x05 \x01(\x0b\x32\x1d.machiavelox.v1.LivenessInputH\x00\x12\x0b\n\x03seq\x18\x06 \x01(\x04\x12\x0f\n\x07refused\x18\x07 \x01(\x08\x12\x18\n\x10\x63lient_action_id\x18\x08 \x01(\tB\x06\n\x04kind\"S\n\rLivenessInput\x12\r\n\x05\x61live\x18\x01 \x01(\x08\x12\x15\n\x08since_ms\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x0f\n\x07unknown\x18\x03 \x01(\x08\x42\x0b\n\t_since_ms\"&\n\x08\x41\x64vanced\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"D\n\x0bInterrupted\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x03\x12\x11\n\torigin_ms\x18\x03 \x01(\x03\"\x1c\n\x08Reported\x12\x10\n\x08smazzata\x18\x01 \x01(\r\"\x18\n\x06\x43losed\x12\x0e\n\x06reason\x18\x01 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/journal.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\x1a\x1amachiavelox/v1/table.proto\"<\n\x0cJournalFrame\x12,\n\x06\x63hunks\x18\x01 \x03(\x0b\x32\x1c.machiavelox.v1.JournalChunk\"?\n\x0cJournalChunk\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0f\n\x07records\x18\x02 \x01(\x0c\x12\x0c\n\x04\x66ull\x18\x03 \x01(\x08\"\x95\x03\n\rJournalRecord\x12-\n\x06opened\x18\x01 \x01(\x0b\x32\x1b.machiavelox.v1.TableOpenedH\x00\x12*\n\x04\x64\x65\x61l\x18\x02 \x01(\x0b\x32\x1a.machiavelox.v1.DealRecordH\x00\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x1b.machiavelox.v1.InputRecordH\x00\x12,\n\x08\x61\x64vanced\x18\x04 \x01(\x0b\x32\x18.machiavelox.v1.AdvancedH\x00\x12\x32\n\x0binterrupted\x18\x05 \x01(\x0b\x32\x1b.machiavelox.v1.InterruptedH\x00\x12,\n\x08reported\x18\x06 \x01(\x0b\x32\x18.machiavelox.v1.ReportedH\x00\x12(\n\x06\x63losed\x18\x07 \x01(\x0b\x32\x16.machiavelox.v1.ClosedH\x00\x12\x39\n\x0c\x63lassic_deal\x18\x08 \x01(\x0b\x32!.machiavelox.v1.ClassicDealRecordH\x00\x42\x06\n\x04kind\"\xc5\x02\n\x0bTableOpened\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x03 \x01(\x08\x12\x11\n\torigin_ms\x18\x04 \x01(\x03\x12\x12\n\ntime_scale\x18\x05 \x01(\x01\x12(\n\x04\x64\x65\x61l\x18\x06 \x01(\x0b\x32\x1a.machiavelox.v1.DealRecord\x12(\n\x07ruleset\x18\x07 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12\x30\n\x07\x63lassic\x18\x08 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\x12\x37\n\x0c\x63lassic_deal\x18\t \x01(\x0b\x32!.machiavelox.v1.ClassicDealRecord\"\x87\x02\n\x11\x43lassicDealRecord\x12\'\n\x05hands\x18\x01 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05stock\x18\x02 \x01(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05table\x18\x03 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12#\n\x05\x66irst\x18\x04 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12$\n\x06opened\x18\x05 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12,\n\x06totals\x18\x06 \x03(\x0b\x32\x1c.machiavelox.v1.ClassicTotal\"B\n\x0c\x43lassicTotal\x12\"\n\x04seat\x18\x01 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12\x0e\n\x06points\x18\x02 \x01(\x11\"\x84\x02\n\nDealRecord\x12)\n\x07removed\x18\x01 \x01(\x0b\x32\x18.machiavelox.v1.CardList\x12)\n\x07talloni\x18\x02 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05hands\x18\x03 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12\'\n\x05table\x18\x04 \x03(\x0b\x32\x18.machiavelox.v1.CardList\x12#\n\x05\x64rawn\x18\x05 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12)\n\x0b\x64irect_meld\x18\x06 \x03(\x0e\x32\x14.machiavelox.v1.Seat\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\r\"\xa7\x02\n\x0bInputRecord\x12\x0f\n\x07\x61rrival\x18\x01 \x01(\x04\x12\r\n\x05\x61t_ms\x18\x02 \x01(\x03\x12\"\n\x04seat\x18\x03 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12(\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.machiavelox.v1.ActionH\x00\x12\x31\n\x08liveness\x18\x05 \x01(\x0b\x32\x1d.machiavelox.v1.LivenessInputH\x00\x12\x37\n\x0e\x63lassic_action\x18\t \x01(\x0b\x32\x1d.machiavelox.v1.ClassicActionH\x00\x12\x0b\n\x03seq\x18\x06 \x01(\x04\x12\x0f\n\x07refused\x18\x07 \x01(\x08\x12\x18\n\x10\x63lient_action_id\x18\x08 \x01(\tB\x06\n\x04kind\"S\n\rLivenessInput\x12\r\n\x05\x61live\x18\x01 \x01(\x08\x12\x15\n\x08since_ms\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x0f\n\x07unknown\x18\x03 \x01(\x08\x42\x0b\n\t_since_ms\"&\n\x08\x41\x64vanced\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"D\n\x0bInterrupted\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x03\x12\x11\n\torigin_ms\x18\x03 \x01(\x03\"\x1c\n\x08Reported\x12\x10\n\x08smazzata\x18\x01 \x01(\r\"\x18\n\x06\x43losed\x12\x0e\n\x06reason\x18\x01 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machiavelox.v1.journal_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JOURNALFRAME']._serialized_start=105
-  _globals['_JOURNALFRAME']._serialized_end=165
-  _globals['_JOURNALCHUNK']._serialized_start=167
-  _globals['_JOURNALCHUNK']._serialized_end=230
-  _globals['_JOURNALRECORD']._serialized_start=233
-  _globals['_JOURNALRECORD']._serialized_end=579
-  _globals['_TABLEOPENED']._serialized_start=582
-  _globals['_TABLEOPENED']._serialized_end=758
-  _globals['_DEALRECORD']._serialized_start=761
-  _globals['_DEALRECORD']._serialized_end=1021
-  _globals['_CARDLIST']._serialized_start=1023
-  _globals['_CARDLIST']._serialized_end=1048
-  _globals['_INPUTRECORD']._serialized_start=1051
-  _globals['_INPUTRECORD']._serialized_end=1289
-  _globals['_LIVENESSINPUT']._serialized_start=1291
-  _globals['_LIVENESSINPUT']._serialized_end=1374
-  _globals['_ADVANCED']._serialized_start=1376
-  _globals['_ADVANCED']._serialized_end=1414
-  _globals['_INTERRUPTED']._serialized_start=1416
-  _globals['_INTERRUPTED']._serialized_end=1484
-  _globals['_REPORTED']._serialized_start=1486
-  _globals['_REPORTED']._serialized_end=1514
-  _globals['_CLOSED']._serialized_start=1516
-  _globals['_CLOSED']._serialized_end=1540
+  _globals['_JOURNALFRAME']._serialized_start=135
+  _globals['_JOURNALFRAME']._serialized_end=195
+  _globals['_JOURNALCHUNK']._serialized_start=197
+  _globals['_JOURNALCHUNK']._serialized_end=260
+  _globals['_JOURNALRECORD']._serialized_start=263
+  _globals['_JOURNALRECORD']._serialized_end=668
+  _globals['_TABLEOPENED']._serialized_start=671
+  _globals['_TABLEOPENED']._serialized_end=996
+  _globals['_CLASSICDEALRECORD']._serialized_start=999
+  _globals['_CLASSICDEALRECORD']._serialized_end=1262
+  _globals['_CLASSICTOTAL']._serialized_start=1264
+  _globals['_CLASSICTOTAL']._serialized_end=1330
+  _globals['_DEALRECORD']._serialized_start=1333
+  _globals['_DEALRECORD']._serialized_end=1593
+  _globals['_CARDLIST']._serialized_start=1595
+  _globals['_CARDLIST']._serialized_end=1620
+  _globals['_INPUTRECORD']._serialized_start=1623
+  _globals['_INPUTRECORD']._serialized_end=1918
+  _globals['_LIVENESSINPUT']._serialized_start=1920
+  _globals['_LIVENESSINPUT']._serialized_end=2003
+  _globals['_ADVANCED']._serialized_start=2005
+  _globals['_ADVANCED']._serialized_end=2043
+  _globals['_INTERRUPTED']._serialized_start=2045
+  _globals['_INTERRUPTED']._serialized_end=2113
+  _globals['_REPORTED']._serialized_start=2115
+  _globals['_REPORTED']._serialized_end=2143
+  _globals['_CLOSED']._serialized_start=2145
+  _globals['_CLOSED']._serialized_end=2169
 # @@protoc_insertion_point(module_scope)

@@ -8,6 +8,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 from machiavelox._gen.v1 import common_pb2 as _common_pb2
 from machiavelox._gen.v1 import table_pb2 as _table_pb2
 import builtins as _builtins
@@ -95,6 +96,7 @@ class JournalRecord(_message.Message):
     INTERRUPTED_FIELD_NUMBER: _builtins.int
     REPORTED_FIELD_NUMBER: _builtins.int
     CLOSED_FIELD_NUMBER: _builtins.int
+    CLASSIC_DEAL_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def opened(self) -> Global___TableOpened:
         """The table was created (always its first record)."""
@@ -123,6 +125,10 @@ class JournalRecord(_message.Message):
     def closed(self) -> Global___Closed:
         """The table left the shard (ended, reported, resume grace over): nothing more follows."""
 
+    @_builtins.property
+    def classic_deal(self) -> Global___ClassicDealRecord:
+        """A classic session's next hand, dealt when the pause between hands ended (C11)."""
+
     def __init__(
         self,
         *,
@@ -133,12 +139,13 @@ class JournalRecord(_message.Message):
         interrupted: Global___Interrupted | None = ...,
         reported: Global___Reported | None = ...,
         closed: Global___Closed | None = ...,
+        classic_deal: Global___ClassicDealRecord | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["advanced", b"advanced", "closed", b"closed", "deal", b"deal", "input", b"input", "interrupted", b"interrupted", "kind", b"kind", "opened", b"opened", "reported", b"reported"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["advanced", b"advanced", "classic_deal", b"classic_deal", "closed", b"closed", "deal", b"deal", "input", b"input", "interrupted", b"interrupted", "kind", b"kind", "opened", b"opened", "reported", b"reported"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["advanced", b"advanced", "closed", b"closed", "deal", b"deal", "input", b"input", "interrupted", b"interrupted", "kind", b"kind", "opened", b"opened", "reported", b"reported"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["advanced", b"advanced", "classic_deal", b"classic_deal", "closed", b"closed", "deal", b"deal", "input", b"input", "interrupted", b"interrupted", "kind", b"kind", "opened", b"opened", "reported", b"reported"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["opened", "deal", "input", "advanced", "interrupted", "reported", "closed"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["opened", "deal", "input", "advanced", "interrupted", "reported", "closed", "classic_deal"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -156,6 +163,9 @@ class TableOpened(_message.Message):
     ORIGIN_MS_FIELD_NUMBER: _builtins.int
     TIME_SCALE_FIELD_NUMBER: _builtins.int
     DEAL_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    CLASSIC_FIELD_NUMBER: _builtins.int
+    CLASSIC_DEAL_FIELD_NUMBER: _builtins.int
     kind: _table_pb2.MatchKind.ValueType
     """Single or long match."""
     competitive: _builtins.bool
@@ -164,13 +174,23 @@ class TableOpened(_message.Message):
     """The wall clock (ms since the epoch) at table time 0."""
     time_scale: _builtins.float
     """The rules clock's speed (1 in production)."""
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """The rules the table plays (unset: Machiavelox)."""
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The players, by seat."""
 
     @_builtins.property
     def deal(self) -> Global___DealRecord:
-        """The first deal."""
+        """The first deal (Machiavelox)."""
+
+    @_builtins.property
+    def classic(self) -> _classic_pb2.ClassicVariants:
+        """A classic table's variants."""
+
+    @_builtins.property
+    def classic_deal(self) -> Global___ClassicDealRecord:
+        """A classic table's first deal."""
 
     def __init__(
         self,
@@ -181,14 +201,95 @@ class TableOpened(_message.Message):
         origin_ms: _builtins.int = ...,
         time_scale: _builtins.float = ...,
         deal: Global___DealRecord | None = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
+        classic: _classic_pb2.ClassicVariants | None = ...,
+        classic_deal: Global___ClassicDealRecord | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["deal", b"deal"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "classic_deal", b"classic_deal", "deal", b"deal"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "deal", b"deal", "kind", b"kind", "origin_ms", b"origin_ms", "player_ids", b"player_ids", "time_scale", b"time_scale"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "classic_deal", b"classic_deal", "competitive", b"competitive", "deal", b"deal", "kind", b"kind", "origin_ms", b"origin_ms", "player_ids", b"player_ids", "ruleset", b"ruleset", "time_scale", b"time_scale"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TableOpened: _TypeAlias = TableOpened  # noqa: Y015
+
+@_typing.final
+class ClassicDealRecord(_message.Message):
+    """Where every card of a classic hand starts (classic.ClassicDeal)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDS_FIELD_NUMBER: _builtins.int
+    STOCK_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    FIRST_FIELD_NUMBER: _builtins.int
+    OPENED_FIELD_NUMBER: _builtins.int
+    TOTALS_FIELD_NUMBER: _builtins.int
+    first: _common_pb2.Seat.ValueType
+    """Who plays first (C4)."""
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardList]:
+        """Each seat's hand (empty for a seat not dealt in)."""
+
+    @_builtins.property
+    def stock(self) -> Global___CardList:
+        """The stock, top card first."""
+
+    @_builtins.property
+    def table(self) -> _containers.RepeatedCompositeFieldContainer[Global___CardList]:
+        """Melds already down (explicit positions only)."""
+
+    @_builtins.property
+    def opened(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Seat.ValueType]:
+        """Seats that have already made the opening (explicit positions only, C8)."""
+
+    @_builtins.property
+    def totals(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClassicTotal]:
+        """Points some seats carry into the hand (explicit positions only, C11)."""
+
+    def __init__(
+        self,
+        *,
+        hands: _abc.Iterable[Global___CardList] | None = ...,
+        stock: Global___CardList | None = ...,
+        table: _abc.Iterable[Global___CardList] | None = ...,
+        first: _common_pb2.Seat.ValueType = ...,
+        opened: _abc.Iterable[_common_pb2.Seat.ValueType] | None = ...,
+        totals: _abc.Iterable[Global___ClassicTotal] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["stock", b"stock"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "hands", b"hands", "opened", b"opened", "stock", b"stock", "table", b"table", "totals", b"totals"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClassicDealRecord: _TypeAlias = ClassicDealRecord  # noqa: Y015
+
+@_typing.final
+class ClassicTotal(_message.Message):
+    """A seat's total carried into a hand."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    seat: _common_pb2.Seat.ValueType
+    """The seat."""
+    points: _builtins.int
+    """Its points."""
+    def __init__(
+        self,
+        *,
+        seat: _common_pb2.Seat.ValueType = ...,
+        points: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["points", b"points", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClassicTotal: _TypeAlias = ClassicTotal  # noqa: Y015
 
 @_typing.final
 class DealRecord(_message.Message):
@@ -279,6 +380,7 @@ class InputRecord(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     LIVENESS_FIELD_NUMBER: _builtins.int
+    CLASSIC_ACTION_FIELD_NUMBER: _builtins.int
     SEQ_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
     CLIENT_ACTION_ID_FIELD_NUMBER: _builtins.int
@@ -304,6 +406,10 @@ class InputRecord(_message.Message):
     def liveness(self) -> Global___LivenessInput:
         """A presence change (M11)."""
 
+    @_builtins.property
+    def classic_action(self) -> _classic_pb2.ClassicAction:
+        """A classic player's action."""
+
     def __init__(
         self,
         *,
@@ -312,15 +418,16 @@ class InputRecord(_message.Message):
         seat: _common_pb2.Seat.ValueType = ...,
         action: _common_pb2.Action | None = ...,
         liveness: Global___LivenessInput | None = ...,
+        classic_action: _classic_pb2.ClassicAction | None = ...,
         seq: _builtins.int = ...,
         refused: _builtins.bool = ...,
         client_action_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "kind", b"kind", "liveness", b"liveness"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "classic_action", b"classic_action", "kind", b"kind", "liveness", b"liveness"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "arrival", b"arrival", "at_ms", b"at_ms", "client_action_id", b"client_action_id", "kind", b"kind", "liveness", b"liveness", "refused", b"refused", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "arrival", b"arrival", "at_ms", b"at_ms", "classic_action", b"classic_action", "client_action_id", b"client_action_id", "kind", b"kind", "liveness", b"liveness", "refused", b"refused", "seat", b"seat", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["action", "liveness"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["action", "liveness", "classic_action"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 

@@ -9,6 +9,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 from machiavelox._gen.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
@@ -156,6 +157,7 @@ class ActionRequestItem(_message.Message):
     CLIENT_ACTION_ID_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
     GATEWAY_RECEIVED_MS_FIELD_NUMBER: _builtins.int
+    CLASSIC_ACTION_FIELD_NUMBER: _builtins.int
     client_action_id: _builtins.str
     """The app's id for the action."""
     gateway_received_ms: _builtins.int
@@ -164,16 +166,21 @@ class ActionRequestItem(_message.Message):
     def action(self) -> _common_pb2.Action:
         """The action."""
 
+    @_builtins.property
+    def classic_action(self) -> _classic_pb2.ClassicAction:
+        """At a classic table, the action (instead of `action`)."""
+
     def __init__(
         self,
         *,
         client_action_id: _builtins.str = ...,
         action: _common_pb2.Action | None = ...,
         gateway_received_ms: _builtins.int = ...,
+        classic_action: _classic_pb2.ClassicAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "classic_action", b"classic_action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "client_action_id", b"client_action_id", "gateway_received_ms", b"gateway_received_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "classic_action", b"classic_action", "client_action_id", b"client_action_id", "gateway_received_ms", b"gateway_received_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -242,6 +249,7 @@ class ShardItem(_message.Message):
     ACK_FIELD_NUMBER: _builtins.int
     REFUSED_FIELD_NUMBER: _builtins.int
     BATCH_FIELD_NUMBER: _builtins.int
+    CLASSIC_SNAPSHOT_FIELD_NUMBER: _builtins.int
     TRACEPARENT_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table."""
@@ -273,6 +281,10 @@ class ShardItem(_message.Message):
         sessions that did not join `batched`).
         """
 
+    @_builtins.property
+    def classic_snapshot(self) -> _classic_pb2.ClassicSnapshot:
+        """A snapshot of a classic table (instead of `snapshot`)."""
+
     def __init__(
         self,
         *,
@@ -283,13 +295,14 @@ class ShardItem(_message.Message):
         ack: _common_pb2.Ack | None = ...,
         refused: _common_pb2.ActionRefused | None = ...,
         batch: _common_pb2.Batch | None = ...,
+        classic_snapshot: _classic_pb2.ClassicSnapshot | None = ...,
         traceparent: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "classic_snapshot", b"classic_snapshot", "events", b"events", "kind", b"kind", "refused", b"refused", "snapshot", b"snapshot"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id", "traceparent", b"traceparent"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "batch", b"batch", "classic_snapshot", b"classic_snapshot", "events", b"events", "kind", b"kind", "player_id", b"player_id", "refused", b"refused", "snapshot", b"snapshot", "table_id", b"table_id", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "events", "ack", "refused", "batch"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["snapshot", "events", "ack", "refused", "batch", "classic_snapshot"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -327,7 +340,9 @@ Global___EventList: _TypeAlias = EventList  # noqa: Y015
 
 @_typing.final
 class CreateTableRequest(_message.Message):
-    """Create a table for three seated players."""
+    """Create a table: three seated players at a Machiavelox table, `classic.players` (2..6) at a
+    classic one.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -336,10 +351,12 @@ class CreateTableRequest(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     COMPETITIVE_FIELD_NUMBER: _builtins.int
     PLACEMENT_ID_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    CLASSIC_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table's id, chosen by the caller (idempotent: creating it again returns it)."""
     kind: Global___MatchKind.ValueType
-    """Single or long match."""
+    """Single or long match (Machiavelox only: a classic table's session is in its variants)."""
     competitive: _builtins.bool
     """Competitive (agorà) or friendly (M13.1)."""
     placement_id: _builtins.str
@@ -348,9 +365,17 @@ class CreateTableRequest(_message.Message):
     placement's table `<shard id>.<placement id>`, so it is also idempotent by table id, and
     across restarts).
     """
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """The rules it plays (unset: Machiavelox)."""
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The players, in seat order p1, p2, p3."""
+        """The players, in seat order p1, p2, p3 (.. p6 at a classic table)."""
+
+    @_builtins.property
+    def classic(self) -> _classic_pb2.ClassicVariants:
+        """A classic table's variants (ruleset classic only); refused INVALID_ARGUMENT with a
+        `variant/...` reason when no table can play them.
+        """
 
     def __init__(
         self,
@@ -360,10 +385,12 @@ class CreateTableRequest(_message.Message):
         kind: Global___MatchKind.ValueType = ...,
         competitive: _builtins.bool = ...,
         placement_id: _builtins.str = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
+        classic: _classic_pb2.ClassicVariants | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "kind", b"kind", "placement_id", b"placement_id", "player_ids", b"player_ids", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "competitive", b"competitive", "kind", b"kind", "placement_id", b"placement_id", "player_ids", b"player_ids", "ruleset", b"ruleset", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
