@@ -18,6 +18,7 @@ SERVICES = {
     "scoring": ("machiavelox.scoring.main", "run the scoring service"),
     "presence": ("machiavelox.presence.main", "run the presence service"),
     "controller": ("machiavelox.controller.main", "run the shard capacity controller"),
+    "bot-host": ("machiavelox.bots.service", "run the bot host (the bots of practice tables)"),
     "up": ("machiavelox.local.up", "run the whole cluster on this machine"),
     "bots": ("machiavelox.bots.main", "bot players that queue and play through the gateway"),
     "play": ("machiavelox.client.app", "play in the terminal, as a person (a Textual client)"),

@@ -2,9 +2,10 @@
 
 `table_cluster`: a shard and a gateway (development Login on), tables created directly on the
 shard, for the connection's tests. `cluster`: everything `machiavelox up` starts (matchmaking,
-presence, scoring, two shards, the gateway), with the rules clock 40 times faster, shared by
-the tests of a module (each test uses its own player names: a player is in one place at
-a time).
+presence, scoring, two shards, the gateway, the bot host), with the rules clock 40 times
+faster, shared by the tests of a module (each test uses its own player names: a player is in
+one place at a time). A module may set TIME_SCALE and BOT_INTERVAL_S (between the actions of
+its practice tables' basic bots, which the bot host runs).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from machiavelox.bots.invite import BOT_INTERVAL_S
 from machiavelox.local.processes import Proc, check_all_clean, free_port, start
 from machiavelox.local.up import launch, stop_all
 
@@ -42,10 +44,11 @@ def table_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
-    """A module may set its own TIME_SCALE."""
+    """A module may set its own TIME_SCALE and BOT_INTERVAL_S."""
     tmp = tmp_path_factory.mktemp("cluster")
     scale = float(getattr(request.module, "TIME_SCALE", TIME_SCALE))
-    procs = launch(0, tmp, tmp, time_scale=scale)
+    interval = float(getattr(request.module, "BOT_INTERVAL_S", BOT_INTERVAL_S))
+    procs = launch(0, tmp, tmp, time_scale=scale, bot_interval_s=interval)
     yield procs
     assert stop_all(procs) == [], "every service stops cleanly on SIGTERM"
     for proc in procs.values():

@@ -41,7 +41,7 @@ class Shots:
 
 
 async def shoot(address: str, out: Path) -> list[Path]:
-    app = PlayApp(address, "ada", bot_interval_s=0.5)
+    app = PlayApp(address, "ada")
     shots = Shots(app, out)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, on(app, "MenuScreen"), 20, "the menu")
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "docs").resolve()
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="machiavelox-shots-"))
-    procs = launch(0, tmp, tmp, time_scale=20.0)
+    procs = launch(0, tmp, tmp, time_scale=20.0, bot_interval_s=0.5)
     try:
         saved = asyncio.run(shoot(procs["gateway"].address, out))
     finally:

@@ -16,6 +16,7 @@ from tests.client.person import Person, on, regular, table_screen, until
 
 pytestmark = pytest.mark.timeout(240)
 TIME_SCALE = 2.0
+BOT_INTERVAL_S = 3600.0  # the practice bots never act (read by conftest's `cluster`)
 SIZE = (80, 24)
 STEP_S = 20.0
 
@@ -46,7 +47,7 @@ async def test_every_action_from_the_keyboard(cluster: dict[str, Proc]) -> None:
     and moved (m), placed from the pozzetto (l) or taken
     back (u), attached from the hand (a), Stop! (s) and giving it up (y); a refused one shows
     the server's message. Fails if a key sends nothing or the wrong action."""
-    app = PlayApp(cluster["gateway"].address, "uma", practice=True, bot_interval_s=3600)
+    app = PlayApp(cluster["gateway"].address, "uma", practice=True)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, on(app, "TableScreen"), STEP_S, "the practice table")
         screen = table_screen(app)

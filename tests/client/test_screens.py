@@ -13,11 +13,11 @@ import grpc
 import pytest
 from textual.widgets import Input, Static
 
+from machiavelox.bots.invite import InviteBot
 from machiavelox.bots.player import Bot
 from machiavelox.client.app import PlayApp
 from machiavelox.client.connection import Gateway
 from machiavelox.client.keys import KEYS
-from machiavelox.client.practice import InviteBot
 from machiavelox.client.screens import ConfirmScreen, HelpScreen, WaitScreen
 from machiavelox.local.processes import Proc
 from machiavelox.platform import keepalive
@@ -26,6 +26,7 @@ from tests.client.person import Person, on, table_screen, until
 pytestmark = pytest.mark.timeout(240)
 SIZE = (80, 24)
 STEP_S = 20.0
+BOT_INTERVAL_S = 0.25  # the practice tables' basic bots (read by conftest's `cluster`)
 
 
 def text_of(app: PlayApp, selector: str) -> str:
@@ -46,7 +47,7 @@ async def test_a_persons_smazzata_against_two_bots_to_its_end(
     and the person plays the smazzata to its end from the keyboard (draws, declarations,
     direct melds, attachments, conclusions); the result is shown and Enter goes back to the
     menu. Fails if any step of the flow, a key, or the end of the smazzata is missing."""
-    app = PlayApp(cluster["gateway"].address, "pia", practice=True, bot_interval_s=0.25)
+    app = PlayApp(cluster["gateway"].address, "pia", practice=True)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, on(app, "TableScreen"), STEP_S, "the practice table")
         screen = table_screen(app)

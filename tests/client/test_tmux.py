@@ -16,6 +16,7 @@ import pytest
 
 from machiavelox.local.processes import Proc
 
+BOT_INTERVAL_S = 1.0  # the practice bots (read by conftest's `cluster`)
 pytestmark = [pytest.mark.timeout(180),
               pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 MACHIAVELOX = Path(sys.executable).with_name("machiavelox")
@@ -59,7 +60,7 @@ def test_play_in_a_real_terminal(cluster: dict[str, Proc], tmux: Tmux) -> None:
     table with two bots, draws with `d` (the log says so), shows the help with `?`, asks
     before ABBANDONA and abandons with `y`, goes back to the menu with Enter and quits."""
     command = (f"{MACHIAVELOX} play --gateway {cluster['gateway'].address} --name tina "
-               "--practice --bot-interval 1.0")
+               "--practice")
     tmux.run("new-session", "-d", "-s", "play", "-x", "80", "-y", "24", command)
     screen = tmux.wait_for("tina (you)")
     tmux.wait_for("live")

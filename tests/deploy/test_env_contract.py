@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from machiavelox.bots.host_settings import BotHostSettings
 from machiavelox.controller.settings import ControllerSettings
 from machiavelox.gateway.settings import GatewaySettings
 from machiavelox.matchmaking.settings import MatchmakingSettings
@@ -36,7 +37,8 @@ NAMES = [p.name.removesuffix("-values.yaml") for p in VALUE_SETS]
 SETTINGS: dict[str, Callable[[], Any]] = {
     "gateway": GatewaySettings.from_env, "table": TableSettings.from_env,
     "matchmaking": MatchmakingSettings.from_env, "scoring": ScoringSettings.from_env,
-    "presence": PresenceSettings.from_env, "controller": ControllerSettings.from_env}
+    "presence": PresenceSettings.from_env, "controller": ControllerSettings.from_env,
+    "bot-host": BotHostSettings.from_env}
 
 # Settings the chart leaves at their defaults on purpose.
 NOT_SET = {
@@ -45,6 +47,7 @@ NOT_SET = {
     "MACHIAVELOX_CONTROLLER_SHARDS": "the controller uses its SHARD_TEMPLATE instead",
     "MACHIAVELOX_CONTROLLER_KUBE_API": "in-cluster service account credentials",
     "MACHIAVELOX_METRICS_HOST": "defaults to the gRPC host, 0.0.0.0 in the chart",
+    "MACHIAVELOX_BOT_HOST_TIME_SCALE": "the tables' rules clock speed-up; never in production",
 }
 # Variables that are not settings: inputs of $(VAR) expansion and libpq's own.
 HELPERS = {"POD_NAME", "REDIS_PASSWORD", "PGPASSWORD"}

@@ -13,7 +13,7 @@ import pytest
 from machiavelox.platform.tls import TlsSettings, role_uri, server_name
 from tests.deploy.chart import container_env, find, full, one, pod_spec, render, workloads
 
-COMPONENTS = ["gateway", "table", "matchmaking", "scoring", "presence", "controller"]
+COMPONENTS = ["gateway", "table", "matchmaking", "scoring", "presence", "controller", "bot-host"]
 MOUNT = "/etc/machiavelox/tls"
 
 

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(180)
 
 JOBS = {"gateway": "machiavelox-gateway", "shard-0": "machiavelox-table",
         "shard-1": "machiavelox-table", "matchmaking": "machiavelox-matchmaking",
-        "scoring": "machiavelox-scoring", "presence": "machiavelox-presence"}
+        "scoring": "machiavelox-scoring", "presence": "machiavelox-presence",
+        "bot-host": "machiavelox-bot-host"}
 PLAYERS = ("ann", "bob", "cy")
 
 

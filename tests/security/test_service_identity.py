@@ -37,6 +37,7 @@ import pytest
 from google.protobuf.message import Message
 
 from machiavelox._gen.v1 import (
+    bots_pb2,
     common_pb2,
     matchmaking_pb2,
     presence_pb2,
@@ -65,9 +66,11 @@ LIVE = "shard-0.live"  # a table in play: VICTIM is seated at it
 VICTIM = "alice"
 RIGHTFUL = "rhea"  # the player of the calls made by the roles allowed
 SERVER_ROLE = {"TableAuthorityService": "table", "MatchmakingService": "matchmaking",
-               "ScoringService": "scoring", "PresenceService": "presence"}
+               "ScoringService": "scoring", "PresenceService": "presence",
+               "BotHostService": "bot-host"}
 PROCESS = {"TableAuthorityService": "shard-0", "MatchmakingService": "matchmaking",
-           "ScoringService": "scoring", "PresenceService": "presence"}
+           "ScoringService": "scoring", "PresenceService": "presence",
+           "BotHostService": "bot-host"}
 REFUSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED,
            grpc.StatusCode.PERMISSION_DENIED)
 _ids = itertools.count(1)
@@ -136,6 +139,9 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
                                                          connected=True),
         "GetPresence": presence_pb2.GetPresenceRequest(player_ids=[player]),
         "WatchLiveness": presence_pb2.WatchLivenessRequest(player_ids=[player]),
+        # bots that would take seats at a lobby of the attacker's (here: of no lobby)
+        "SeatBots": bots_pb2.SeatBotsRequest(invite_code="ABCDEFGHJK", count=2,
+                                             level=bots_pb2.BOT_LEVEL_BASIC, for_player=player),
     }
     metadata = hmac_bearer(KEY, player) if method.service == "MatchmakingService" else ()
     return requests[method.name], metadata

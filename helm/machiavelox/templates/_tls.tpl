@@ -9,7 +9,7 @@
 
 {{/* The Secret of a role: global.tls.secrets.<role>, or <fullname>-tls-<role>. */}}
 {{- define "machiavelox.tls.secret" -}}
-{{- $key := .component | replace "-" "" | replace "resultsreader" "resultsReader" -}}
+{{- $key := .component | replace "-" "" | replace "resultsreader" "resultsReader" | replace "bothost" "botHost" -}}
 {{- $given := index (default dict .root.Values.global.tls.secrets) $key | default "" -}}
 {{- default (printf "%s-tls-%s" (include "machiavelox.fullname" .root) .component) $given -}}
 {{- end -}}

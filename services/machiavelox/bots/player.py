@@ -188,14 +188,18 @@ class Bot:
         self.record = record  # every message received, when given (tests)
 
     async def run(self) -> BotOutcome:
-        login = await self.gateway.Login(gateway_pb2.LoginRequest(player=self.name), timeout=10)
-        metadata = (("authorization", f"Bearer {login.token}"),)
+        metadata = (("authorization", f"Bearer {await self._login()}"),)
         table_id, players = await self._queue(metadata)
         seat = rules.Seat(players.index(self.name))
         self.brain = make_brain(self.level, seat, self.interval_s, self.time_scale,
                                 seed=zlib.crc32(self.name.encode()))
         return await asyncio.wait_for(self._play(metadata, table_id, seat, self.brain),
                                       self.max_game_s)
+
+    async def _login(self) -> str:
+        """A token of the bot's player: the gateway's development Login."""
+        login = await self.gateway.Login(gateway_pb2.LoginRequest(player=self.name), timeout=10)
+        return str(login.token)
 
     async def _queue(self, metadata: Any) -> tuple[str, list[str]]:
         stream = self.matchmaking.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=metadata)

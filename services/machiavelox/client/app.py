@@ -19,7 +19,6 @@ from textual.binding import Binding, BindingType
 from machiavelox.bots.levels import BASIC, LEVEL_NAMES
 
 from .connection import Gateway
-from .practice import BOT_INTERVAL_S, Practice
 from .screens import JoinCodeScreen, LoginScreen, MenuScreen, TableScreen, WaitScreen
 
 CSS = """
@@ -53,14 +52,12 @@ class PlayApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, address: str = "127.0.0.1:7000", player_name: str = "",
-                 practice: bool = False, bot_interval_s: float = BOT_INTERVAL_S,
-                 session_options: dict[str, Any] | None = None,
+                 practice: bool = False, session_options: dict[str, Any] | None = None,
                  practice_level: str = BASIC) -> None:
         super().__init__()
         self.address = address
         self.player_name = player_name
         self.start_practice = practice
-        self.bot_interval_s = bot_interval_s
         self.practice_level = practice_level  # the practice bots' strength (docs/bots.md)
         self.session_options = session_options or {}
         self._gateway: Gateway | None = None
@@ -105,8 +102,8 @@ class PlayApp(App[int]):
     def wait(self, mode: str, code: str = "") -> None:
         self.switch_screen(WaitScreen(mode, code))
 
-    def sit(self, table_id: str, players: list[str], practice: Practice | None) -> None:
-        self.switch_screen(TableScreen(table_id, players, self.gateway.player, practice))
+    def sit(self, table_id: str, players: list[str]) -> None:
+        self.switch_screen(TableScreen(table_id, players, self.gateway.player))
 
 
 def main(argv: list[str]) -> int:
@@ -116,16 +113,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--name", default="", help="log in at once with this name")
     parser.add_argument("--practice", action="store_true",
                         help="straight to a practice table against two bots (needs --name)")
-    parser.add_argument("--bot-interval", type=float, default=BOT_INTERVAL_S,
-                        help="seconds between a practice bot's actions (level basic)")
     parser.add_argument("--level", choices=LEVEL_NAMES, default=BASIC,
-                        help="the practice bots' strength (docs/bots.md)")
+                        help="the practice bots' strength (docs/bots.md); matchmaking seats "
+                        "them, server-side")
     args = parser.parse_args(argv)
     if args.practice and not args.name:
         parser.error("--practice needs --name")
     # nothing may write to the terminal under the screen: the bots' and gRPC's logs go nowhere
     logging.getLogger().handlers[:] = [logging.NullHandler()]
-    app = PlayApp(args.gateway, args.name, args.practice, args.bot_interval,
-                  practice_level=args.level)
+    app = PlayApp(args.gateway, args.name, args.practice, practice_level=args.level)
     code = app.run()
     return code if isinstance(code, int) else 0

@@ -34,6 +34,7 @@ import grpc
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import (
+    bots_pb2,
     gateway_pb2,
     gateway_pb2_grpc,
     matchmaking_pb2,
@@ -61,6 +62,9 @@ FINAL_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMIS
                          grpc.StatusCode.UNIMPLEMENTED})
 
 Metadata = tuple[tuple[str, str], ...]
+# A practice table's bots (bots.proto): the levels of docs/bots.md by name
+PRACTICE_LEVELS = {"basic": bots_pb2.BOT_LEVEL_BASIC, "easy": bots_pb2.BOT_LEVEL_EASY,
+                   "medium": bots_pb2.BOT_LEVEL_MEDIUM, "hard": bots_pb2.BOT_LEVEL_HARD}
 
 
 @dataclass(frozen=True)
@@ -167,12 +171,16 @@ class Gateway:
             raise explain(err, self.address) from None
         return bool(reply.cancelled)
 
-    async def create_friendly(self, long_match: bool = False) -> str:
+    async def create_friendly(self, long_match: bool = False, practice_level: str = "") -> str:
+        """A friendly table's invite code; with `practice_level` (a name of PRACTICE_LEVELS)
+        a practice table: matchmaking seats two server-side bots of that level at it."""
         kind = table_pb2.MATCH_KIND_LONG if long_match else table_pb2.MATCH_KIND_SINGLE
+        level = (PRACTICE_LEVELS[practice_level] if practice_level
+                 else bots_pb2.BOT_LEVEL_UNSPECIFIED)
         try:
             reply = await self.agora.CreateFriendlyTable(
-                matchmaking_pb2.CreateFriendlyTableRequest(kind=kind), metadata=self.metadata,
-                timeout=10)
+                matchmaking_pb2.CreateFriendlyTableRequest(kind=kind, practice_level=level),
+                metadata=self.metadata, timeout=15)
         except grpc.aio.AioRpcError as err:
             raise explain(err, self.address) from None
         return str(reply.invite_code)

@@ -169,7 +169,8 @@ def start(name: str, command: str, env: dict[str, str], tmp: Path,
     """Start `machiavelox <command>` with `env` (MACHIAVELOX_* settings) and wait for health.
     The process gets the certificate of its role (`with_certificate`)."""
     port_key = {"table": "TABLE_PORT", "gateway": "GATEWAY_PORT", "scoring": "SCORING_PORT",
-                "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT"}[command]
+                "presence": "PRESENCE_PORT", "matchmaking": "MATCHMAKING_PORT",
+                "bot-host": "BOT_HOST_PORT"}[command]
     # the child asks to get SIGTERM when this process dies (cli.stop_with_parent), so a killed
     # test run or `machiavelox up` never leaves services behind
     full, used = with_certificate({**os.environ, **env}, command, pki)

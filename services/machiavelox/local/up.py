@@ -1,14 +1,15 @@
 """`machiavelox up`: the whole cluster on this machine, with embedded defaults.
 
-Presence (in memory), scoring (SQLite in the data dir), two table shards, matchmaking and the
-gateway, each its own process on loopback. It prints the gateway's address and stays up until
+Presence (in memory), scoring (SQLite in the data dir), two table shards, matchmaking, the
+gateway and the bot host (the bots of practice tables, playing through the gateway), each its
+own process on loopback. It prints the gateway's address and stays up until
 Ctrl-C, then stops every service gracefully. `--demo N` also runs N bots to the end of their
 matches, prints the results and the leaderboard, and stops: the README's main job. The demo
 runs the tables' rules clock faster (`--time-scale`), so that 2-minute rules take seconds.
 
 Every service serves `/metrics` on its own port: from `--metrics-base-port` (9464) up, in the
-order gateway, shard-0, shard-1, matchmaking, scoring, presence (any free ports when either
-base port is 0); they are printed at start-up, and deploy/prometheus/prometheus-local.yml
+order gateway, shard-0, shard-1, matchmaking, scoring, presence, bot-host (any free ports when
+either base port is 0); they are printed at start-up, and deploy/prometheus/prometheus-local.yml
 scrapes the default ones. Tracing follows the OTEL_* variables of the environment.
 
 The services speak mutual TLS to each other as in production: `up` makes a throwaway CA and a
@@ -31,14 +32,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from machiavelox.bots.levels import BASIC, LEVEL_NAMES
+from machiavelox.bots.invite import BOT_INTERVAL_S
+from machiavelox.bots.levels import EASY, LEVEL_NAMES
 
 from .pki import Pki, remove, throwaway_pki
 from .processes import Proc, free_ports, start
 from .supervisor import Supervisor
 
 KEY = "local-development-key-not-a-secret"
-NAMES = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence")
+NAMES = ("gateway", "shard-0", "shard-1", "matchmaking", "scoring", "presence", "bot-host")
 METRICS_BASE_PORT = 9464
 METRICS_PORT = "MACHIAVELOX_METRICS_PORT"
 
@@ -57,13 +59,15 @@ def metrics_port(proc: Proc) -> int:
 
 
 def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
-           metrics_base: int = METRICS_BASE_PORT, pki: Pki | None = None) -> dict[str, Proc]:
+           metrics_base: int = METRICS_BASE_PORT, pki: Pki | None = None,
+           bot_interval_s: float = BOT_INTERVAL_S) -> dict[str, Proc]:
     """Start every service; `base` 0 picks free ports (tests), for /metrics too. `pki`: whose
-    certificates the services get (default: the process's `session_pki`)."""
+    certificates the services get (default: the process's `session_pki`). `bot_interval_s`:
+    between the actions of the bot host's basic bots."""
     names = NAMES
     if base:
         ports = dict(zip(names, (base, base + 101, base + 102, base + 200, base + 300,
-                                 base + 400), strict=True))
+                                 base + 400, base + 600), strict=True))
         metrics = metrics_ports(base, metrics_base)
     else:  # free ports, all different (the /metrics ones too)
         chosen = free_ports(2 * len(names))
@@ -96,6 +100,7 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
         procs["matchmaking"] = start("matchmaking", "matchmaking", {
             **own("matchmaking"), "MACHIAVELOX_MATCHMAKING_PORT": str(ports["matchmaking"]),
             "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
+            "MACHIAVELOX_MATCHMAKING_BOT_HOST_ADDRESS": f"127.0.0.1:{ports['bot-host']}",
             "MACHIAVELOX_SCORING_ADDRESS": f"127.0.0.1:{ports['scoring']}"}, logs, pki=pki)
         procs["gateway"] = start("gateway", "gateway", {
             **own("gateway"), "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
@@ -105,6 +110,11 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
             "MACHIAVELOX_GATEWAY_SHARDS": shards,
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": f"127.0.0.1:{ports['matchmaking']}",
             "MACHIAVELOX_PRESENCE_ADDRESS": f"127.0.0.1:{ports['presence']}"}, logs, pki=pki)
+        procs["bot-host"] = start("bot-host", "bot-host", {
+            **own("bot-host"), "MACHIAVELOX_BOT_HOST_PORT": str(ports["bot-host"]),
+            "MACHIAVELOX_BOT_HOST_GATEWAY_ADDRESS": procs["gateway"].address,
+            "MACHIAVELOX_BOT_HOST_TIME_SCALE": str(time_scale),
+            "MACHIAVELOX_BOT_HOST_BASIC_INTERVAL_S": str(bot_interval_s)}, logs, pki=pki)
     except BaseException:
         stop_all(procs)
         raise
@@ -133,7 +143,7 @@ def main(argv: list[str]) -> int:
                         help="run N bots (a multiple of 3) to the end, then stop")
     parser.add_argument("--time-scale", type=float, default=None,
                         help="rules clock speed (default 1, or 30 with --demo)")
-    parser.add_argument("--demo-level", choices=LEVEL_NAMES, default=BASIC,
+    parser.add_argument("--demo-level", choices=LEVEL_NAMES, default=EASY.name,
                         help="the demo bots' strength (docs/bots.md; basic: the simple bots)")
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir).resolve()

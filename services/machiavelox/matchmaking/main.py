@@ -21,9 +21,11 @@ from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.tls import InternalTls
 
 from .agora import Agora
+from .bothost import BotHostClient
 from .memory_store import MemoryStore
 from .metrics import MatchmakingMetrics
 from .placement import ShardClient
+from .practice import Practice
 from .ratings import Ratings
 from .redis_store import RedisStore, stop_task
 from .results import ResultsFollower
@@ -66,7 +68,10 @@ async def serve(settings: MatchmakingSettings) -> None:
     metrics.track_waiting(agora.queued, agora.seats_waiting)
     metrics.track_unresolved(agora.unresolved)
     verifier = build_verifier(settings.identity)
-    servicer = MatchmakingService(agora, verifier)
+    bots = (BotHostClient(settings.bot_host,
+                          tls.connector("bot-host", obs.client_interceptors()))
+            if settings.bot_host else None)
+    servicer = MatchmakingService(agora, verifier, Practice(agora, bots))
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
@@ -93,6 +98,8 @@ async def serve(settings: MatchmakingSettings) -> None:
         for task in tasks:
             await stop_task(task)
         await placement.close()
+        if bots is not None:
+            await bots.close()
         await store.close()
 
     try:

@@ -182,6 +182,9 @@ class MemoryStore:
     def _lobby_watches(self, lobby: Lobby) -> Outcome:
         return tuple(w for p in lobby.players if (w := self._members.get((lobby.code, p))))
 
+    async def drop_lobby(self, code: str) -> bool:
+        return self.lobbies.drop(code)
+
     async def expire_lobbies(self, now_ms: int) -> list[tuple[Lobby, Outcome]]:
         out = []
         for lobby in self.lobbies.expire(now_ms):

@@ -387,6 +387,15 @@ class FriendlyLobbies:
         self.roster.free(player)
         return True
 
+    def drop(self, code: str) -> bool:
+        """Forget a lobby with no players and no table (nor one being created)."""
+        lobby = self._lobbies.get(code)
+        if lobby is None or lobby.players or lobby.placing or lobby.table_id:
+            return False
+        del self._lobbies[code]
+        self._not_open(lobby)
+        return True  # (its entry in `_by_age` is skipped: no longer in `_lobbies`)
+
     def ready(self) -> list[Lobby]:
         """Full lobbies whose table is still to be created; they are marked as placing."""
         out = [lobby for lobby in self._lobbies.values()

@@ -254,6 +254,22 @@ end
 return 0
 """
 
+# ARGV: P, code (a lobby with no players and no table, nor one being created)
+DROP_LOBBY = PRELUDE + r"""
+local view = lobby_view(ARGV[2])
+if not view.kind or #list(view.players) > 0 or (view.table and view.table ~= '')
+    or (view.placing and view.placing ~= '') then
+  return 0
+end
+if redis.call('GET', k('lopen', view.creator)) == ARGV[2] then
+  redis.call('DEL', k('lopen', view.creator))
+end
+redis.call('DEL', k('l', ARGV[2]))
+redis.call('ZREM', k('lage'), ARGV[2])
+redis.call('SREM', k('lready'), ARGV[2])
+return 1
+"""
+
 # ARGV: P, cutoff (created at or before it: expired)
 EXPIRE_LOBBIES = PRELUDE + r"""
 local out = {}
@@ -551,7 +567,8 @@ return 0
 
 SCRIPTS = {"add_ticket": ADD_TICKET, "attach": ATTACH, "detach": DETACH, "cancel": CANCEL,
            "form": FORM, "create_lobby": CREATE_LOBBY, "join_lobby": JOIN_LOBBY,
-           "leave_lobby": LEAVE_LOBBY, "expire_lobbies": EXPIRE_LOBBIES,
+           "leave_lobby": LEAVE_LOBBY, "drop_lobby": DROP_LOBBY,
+           "expire_lobbies": EXPIRE_LOBBIES,
            "claim_lobbies": CLAIM_LOBBIES, "progress": PROGRESS, "placed": PLACED,
            "unplaced": UNPLACED, "stale": STALE, "release": RELEASE, "keepalive": KEEPALIVE,
            "sweep": SWEEP, "lead": LEAD}

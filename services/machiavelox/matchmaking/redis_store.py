@@ -408,6 +408,9 @@ class RedisStore:
     async def leave_lobby(self, code: str, player: str, watch_id: str) -> bool:
         return bool(await self._run("leave_lobby", code, player, watch_id))
 
+    async def drop_lobby(self, code: str) -> bool:
+        return bool(await self._run("drop_lobby", code))
+
     async def expire_lobbies(self, now_ms: int) -> list[tuple[Lobby, Outcome]]:
         answer = _list(await self._json("expire_lobbies", now_ms - self.lobby_ttl_ms))
         return [(_lobby(view), tuple(_list(watches))) for view, watches in answer]

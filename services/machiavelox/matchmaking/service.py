@@ -9,10 +9,13 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, TypeVar
 
+import grpc
+
 from machiavelox import rules
-from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
+from machiavelox._gen.v1 import bots_pb2, matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
 from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import (
+    ServiceError,
     failed_precondition,
     invalid_argument,
     not_found,
@@ -23,6 +26,7 @@ from machiavelox.platform.errors import (
 
 from .agora import Agora, Expired, Replaced, Stopping, Update, Waiting
 from .limits import Limited
+from .practice import BotsRefused, BotsUnavailable, Practice
 from .queue import Refused, UnknownCode, WaitError
 from .store import NotYours, StoreUnavailableError, UnknownTicket
 
@@ -31,6 +35,10 @@ MAX_TICKET_ID = 64  # (ours have 16 characters)
 
 _KIND_FROM_PB = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
                  table_pb2.MATCH_KIND_LONG: rules.MatchKind.LONG}
+
+# A practice table's bots (bots.proto); UNSPECIFIED: an ordinary friendly table.
+_PRACTICE_FROM_PB = {bots_pb2.BOT_LEVEL_BASIC: "basic", bots_pb2.BOT_LEVEL_EASY: "easy",
+                     bots_pb2.BOT_LEVEL_MEDIUM: "medium", bots_pb2.BOT_LEVEL_HARD: "hard"}
 
 U = TypeVar("U")
 
@@ -46,8 +54,11 @@ def refusals() -> Iterator[None]:
         raise permission_denied(err.reason, err.message) from None
     except Limited as err:
         raise resource_exhausted(err.reason, err.message) from None
-    except Stopping as err:
+    except (Stopping, BotsUnavailable) as err:
         raise unavailable(err.reason, err.message) from None
+    except BotsRefused as err:  # the bot host's own status and reason, passed on
+        status = getattr(grpc.StatusCode, err.status, grpc.StatusCode.FAILED_PRECONDITION)
+        raise ServiceError(status, err.reason, err.message) from None
     except (Refused, Replaced) as err:
         raise failed_precondition(err.reason, err.message) from None
     except WaitError as err:  # pragma: no cover - every WaitError is one of the above
@@ -84,9 +95,11 @@ def update_pb(update: Update) -> matchmaking_pb2.TicketUpdate:
 
 
 class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, agora: Agora, verifier: TokenVerifier) -> None:
+    def __init__(self, agora: Agora, verifier: TokenVerifier,
+                 practice: Practice | None = None) -> None:
         self.agora = agora
         self.verifier = verifier
+        self.practice = practice if practice is not None else Practice(agora, None)
 
     def _player(self, context: Any) -> str:
         return authenticate(self.verifier, context.invocation_metadata())
@@ -113,8 +126,16 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         kind = _KIND_FROM_PB.get(request.kind)
         if kind is None:
             raise invalid_argument("table/bad-kind", "kind must be single or long")
+        level = _PRACTICE_FROM_PB.get(request.practice_level)
+        if request.practice_level and level is None:
+            raise invalid_argument("practice/bad-level", "practice_level is not a level")
+        if level is not None and kind is not rules.MatchKind.SINGLE:
+            raise invalid_argument("practice/long", "practice tables are single matches")
         with refusals():
-            code = await self.agora.create_friendly(player, kind)
+            if level is None:
+                code = await self.agora.create_friendly(player, kind)
+            else:
+                code = await self.practice.create(player, level)
         return matchmaking_pb2.CreateFriendlyTableResponse(invite_code=code)
 
     async def JoinFriendlyTable(self, request: matchmaking_pb2.JoinFriendlyTableRequest,

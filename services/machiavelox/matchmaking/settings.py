@@ -36,6 +36,9 @@ class MatchmakingSettings:
     identity: IdentitySettings
     shards: dict[str, str]  # MACHIAVELOX_MATCHMAKING_SHARDS: shard-0=host:port,...
     scoring: str  # MACHIAVELOX_SCORING_ADDRESS ("" = no ratings, seats freed only by a restart)
+    # MACHIAVELOX_MATCHMAKING_BOT_HOST_ADDRESS: the bot host (host:port) that seats practice
+    # tables' bots; "" = no practice tables (FAILED_PRECONDITION practice/off)
+    bot_host: str
     tick_ms: int  # MACHIAVELOX_MATCHMAKING_TICK_MS: how often the queue is matched
     window: float  # MACHIAVELOX_MATCHMAKING_WINDOW: initial skill window, ordinal points
     widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
@@ -107,6 +110,7 @@ class MatchmakingSettings:
             identity=identity,
             shards=shards,
             scoring=env_str("SCORING_ADDRESS", "", env),
+            bot_host=env_str("MATCHMAKING_BOT_HOST_ADDRESS", "", env),
             tick_ms=env_int("MATCHMAKING_TICK_MS", 200, env, minimum=10),
             window=window,
             widen_per_s=widen,

@@ -199,6 +199,11 @@ class AgoraStore(Protocol):
         table is neither created nor being created."""
         ...
 
+    async def drop_lobby(self, code: str) -> bool:
+        """Forget a lobby nobody has joined yet and that has no table (a practice table whose
+        bots could not be had); False if there is no such lobby."""
+        ...
+
     async def expire_lobbies(self, now_ms: int) -> list[tuple[Lobby, Outcome]]:
         """Forget the lobbies past their time to live with no table (nor one being created);
         each with the watches of its members."""

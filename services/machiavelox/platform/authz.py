@@ -43,6 +43,7 @@ _TABLE = "/machiavelox.v1.TableAuthorityService/"
 _MATCHMAKING = "/machiavelox.v1.MatchmakingService/"
 _SCORING = "/machiavelox.v1.ScoringService/"
 _PRESENCE = "/machiavelox.v1.PresenceService/"
+_BOT_HOST = "/machiavelox.v1.BotHostService/"
 
 POLICY: Mapping[str, frozenset[str]] = {
     # A shard trusts the player_id of every item on this stream: gateways alone, which
@@ -70,6 +71,8 @@ POLICY: Mapping[str, frozenset[str]] = {
     _PRESENCE + "SetConnected": frozenset({"gateway"}),
     _PRESENCE + "GetPresence": frozenset({"gateway", "table"}),
     _PRESENCE + "WatchLiveness": frozenset({"table"}),
+    # Practice tables: matchmaking asks for the bots of a lobby it made (bots/service.py).
+    _BOT_HOST + "SeatBots": frozenset({"matchmaking"}),
     "/grpc.health.v1.Health/Check": OPEN,
     "/grpc.health.v1.Health/Watch": OPEN,
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": ANY_ROLE,
@@ -77,7 +80,8 @@ POLICY: Mapping[str, frozenset[str]] = {
 }
 
 INTERNAL_SERVICES = ("machiavelox.v1.TableAuthorityService", "machiavelox.v1.MatchmakingService",
-                     "machiavelox.v1.ScoringService", "machiavelox.v1.PresenceService")
+                     "machiavelox.v1.ScoringService", "machiavelox.v1.PresenceService",
+                     "machiavelox.v1.BotHostService")
 """The services whose every method POLICY must name (the gateway's own is public)."""
 
 

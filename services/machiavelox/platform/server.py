@@ -55,6 +55,7 @@ COMMANDS = {
     "machiavelox.v1.MatchmakingService": "matchmaking",
     "machiavelox.v1.ScoringService": "scoring",
     "machiavelox.v1.PresenceService": "presence",
+    "machiavelox.v1.BotHostService": "bot-host",
 }
 
 

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 TRUST_DOMAIN = "machiavelox"
 ROLES = ("gateway", "table", "matchmaking", "scoring", "presence", "controller",
-         "results-reader")
+         "results-reader", "bot-host")
 MODES = ("mtls", "off")
 _URI_PREFIX = f"spiffe://{TRUST_DOMAIN}/"
 

@@ -253,3 +253,21 @@ async def test_two_replicas_forming_at_once_form_each_group_once() -> None:
         await one.delete_all()
         await one.close()
         await two.close()
+
+
+async def test_a_lobby_nobody_joined_can_be_dropped(store: AgoraStore) -> None:
+    """A practice table whose bots could not be had leaves no lobby (matchmaking/practice.py):
+    dropped, its code is unknown and its creator free to open another; a lobby with a player
+    in it is not dropped."""
+    draw = codes()
+    lobby, _ = await store.create_lobby("ann", MatchKind.SINGLE, T0, draw)
+    assert await store.drop_lobby(lobby.code)
+    assert await store.lobby(lobby.code) is None
+    assert not await store.drop_lobby(lobby.code)
+    with pytest.raises(UnknownCode):
+        await store.join_lobby(lobby.code, "bob", "j0", T0)
+    other, new = await store.create_lobby("ann", MatchKind.LONG, T0, draw)  # not lobby/open
+    assert new and other.code != lobby.code
+    await store.join_lobby(other.code, "bob", "j1", T0)
+    assert not await store.drop_lobby(other.code)
+    assert await store.lobby(other.code) is not None

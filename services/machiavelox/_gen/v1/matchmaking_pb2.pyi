@@ -8,6 +8,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from machiavelox._gen.v1 import bots_pb2 as _bots_pb2
 from machiavelox._gen.v1 import table_pb2 as _table_pb2
 import builtins as _builtins
 import sys
@@ -240,16 +241,26 @@ class CreateFriendlyTableRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
+    PRACTICE_LEVEL_FIELD_NUMBER: _builtins.int
     kind: _table_pb2.MatchKind.ValueType
     """Single or long match."""
+    practice_level: _bots_pb2.BotLevel.ValueType
+    """BOT_LEVEL_UNSPECIFIED (the default): an ordinary friendly table. Another level: a practice
+    table (single matches only, unrated like every friendly table): matchmaking asks the bot
+    host to seat two bots of that level with the code, and the creator joins it as usual.
+    UNAVAILABLE `practice/unavailable` if the bot host cannot be reached (no lobby is left),
+    RESOURCE_EXHAUSTED `bots/full` if it runs its maximum of bots, FAILED_PRECONDITION
+    `practice/off` on a cluster without a bot host, INVALID_ARGUMENT `practice/long`.
+    """
     def __init__(
         self,
         *,
         kind: _table_pb2.MatchKind.ValueType = ...,
+        practice_level: _bots_pb2.BotLevel.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "practice_level", b"practice_level"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -78,7 +78,8 @@ class MatchmakingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreateFriendlyTable(self, request, context):
-        """Create a private table (single or long match) with an invite code.
+        """Create a private table (single or long match) with an invite code; with a practice
+        level, a practice table: two server-side bots of that level take two of its seats.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

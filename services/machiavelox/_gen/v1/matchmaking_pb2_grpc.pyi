@@ -41,7 +41,9 @@ class MatchmakingServiceStub:
     CancelTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]
     """Leave the queue."""
     CreateFriendlyTable: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]
-    """Create a private table (single or long match) with an invite code."""
+    """Create a private table (single or long match) with an invite code; with a practice
+    level, a practice table: two server-side bots of that level take two of its seats.
+    """
     JoinFriendlyTable: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.JoinFriendlyTableRequest, _matchmaking_pb2.JoinFriendlyTableResponse]
     """Join a private table by its code; the stream reports waiting and then the assignment."""
 
@@ -57,7 +59,9 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     CancelTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]  # type: ignore[assignment]
     """Leave the queue."""
     CreateFriendlyTable: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]  # type: ignore[assignment]
-    """Create a private table (single or long match) with an invite code."""
+    """Create a private table (single or long match) with an invite code; with a practice
+    level, a practice table: two server-side bots of that level take two of its seats.
+    """
     JoinFriendlyTable: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.JoinFriendlyTableRequest, _matchmaking_pb2.JoinFriendlyTableResponse]  # type: ignore[assignment]
     """Join a private table by its code; the stream reports waiting and then the assignment."""
 
@@ -88,7 +92,9 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _matchmaking_pb2.CreateFriendlyTableRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.CreateFriendlyTableResponse, _abc.Awaitable[_matchmaking_pb2.CreateFriendlyTableResponse]]:
-        """Create a private table (single or long match) with an invite code."""
+        """Create a private table (single or long match) with an invite code; with a practice
+        level, a practice table: two server-side bots of that level take two of its seats.
+        """
 
     @_abc_1.abstractmethod
     def JoinFriendlyTable(

@@ -23,7 +23,6 @@ from ..cards import face
 from ..connection import Incoming, Link, TableSession
 from ..keys import BY_KEY
 from ..model import TableModel
-from ..practice import Practice
 from ..words import describe
 from .base import play_app
 from .dialogs import ConfirmScreen, HelpScreen
@@ -32,12 +31,10 @@ DIGIT_WINDOW_S = 1.0  # two digits within this make one meld number
 
 
 class TableScreen(Screen[None]):
-    def __init__(self, table_id: str, players: list[str], player: str,
-                 practice: Practice | None = None) -> None:
+    def __init__(self, table_id: str, players: list[str], player: str) -> None:
         super().__init__()
         self.model = TableModel(table_id, players, player)
         self.cursor = W.Cursor()
-        self.practice = practice
         self.session: TableSession | None = None
         self.link = "connecting"
         self.message = Text("")
@@ -70,9 +67,6 @@ class TableScreen(Screen[None]):
     async def leave_table(self) -> None:
         if self.session is not None:
             self.session.stop()
-        if self.practice is not None:
-            await self.practice.stop()
-            self.practice = None
 
     # ---------------------------------------------------------------- from the server
     def incoming(self, item: Incoming) -> None:

@@ -1,5 +1,5 @@
 """Waiting for a table: the agorà's queue (waiting time and skill window), a friendly lobby
-(its invite code), or a practice table (the code, and two bots joining it)."""
+(its invite code), or a practice table (matchmaking seats two server-side bots at it)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from ..connection import Refused, Ticket, format_code
-from ..practice import Practice
 from .base import play_app
 
 TITLES = {"queue": "Agorà: looking for two opponents of your level",
@@ -31,7 +30,6 @@ class WaitScreen(Screen[None]):
         self.mode = mode
         self.code = code
         self.ticket: Ticket | None = None
-        self.practice: Practice | None = None
         self.seated = False
 
     def compose(self) -> ComposeResult:
@@ -53,7 +51,9 @@ class WaitScreen(Screen[None]):
         try:
             if self.mode in ("create", "create-long", "practice"):
                 self._status("creating the table …")
-                self.code = await gw.create_friendly(long_match=self.mode == "create-long")
+                self.code = await gw.create_friendly(
+                    long_match=self.mode == "create-long",
+                    practice_level=app.practice_level if self.mode == "practice" else "")
             if self.code:
                 share = ("two bots join with it" if self.mode == "practice"
                          else "give it to two friends: menu 4, then the code")
@@ -68,8 +68,7 @@ class WaitScreen(Screen[None]):
                     self.seated = True
                     self.ticket.cancel()
                     a = update.assignment
-                    app.sit(a.table_id, list(a.player_ids), self.practice)
-                    self.practice = None
+                    app.sit(a.table_id, list(a.player_ids))
                     return
             self._status("[red]the agorà closed the wait without a table: Esc to go back[/]")
         except Refused as err:
@@ -80,11 +79,6 @@ class WaitScreen(Screen[None]):
             self._status(f"waiting {waited_s} s · skill window ±{window:.1f} "
                          "(it widens as you wait)")
             return
-        if self.mode == "practice" and self.practice is None:
-            app = play_app(self)
-            self.practice = Practice(app.address, self.code, app.gateway.player,
-                                     app.bot_interval_s, app.practice_level)
-            self.practice.start()
         who = "the two bots" if self.mode == "practice" else "two friends"
         self._status(f"in the lobby, waiting for {who}: {waited_s} s")
 
@@ -95,7 +89,4 @@ class WaitScreen(Screen[None]):
                 with contextlib.suppress(Refused):
                     await app.gateway.cancel_ticket(self.ticket.ticket_id)
             self.ticket.cancel()
-        if self.practice is not None:
-            await self.practice.stop()
-            self.practice = None
         app.menu()
