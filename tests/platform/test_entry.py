@@ -19,7 +19,10 @@ from machiavelox.platform.entry import documented, mentioned, settings_read
 
 SERVICES = {"gateway": "GATEWAY_PORT", "table": "TABLE_PORT",
             "matchmaking": "MATCHMAKING_PORT", "scoring": "SCORING_PORT",
-            "presence": "PRESENCE_PORT", "controller": "CONTROLLER_PORT"}
+            "presence": "PRESENCE_PORT", "controller": "CONTROLLER_PORT",
+            "bot-host": "BOT_HOST_PORT"}
+# where a service's settings live, when not in machiavelox.<command>.settings
+SETTINGS_MODULE = {"bot-host": "machiavelox.bots.host_settings"}
 COMMANDS = [*SERVICES, "up", "bots"]
 # A few settings each --help must name, whatever else it says.
 EXPECTED = {
@@ -29,6 +32,7 @@ EXPECTED = {
     "scoring": ["MACHIAVELOX_SCORING_DATABASE_URL"],
     "presence": ["MACHIAVELOX_PRESENCE_REDIS_URL", "MACHIAVELOX_PRESENCE_SILENCE_MS"],
     "controller": ["MACHIAVELOX_CONTROLLER_STATEFULSET", "MACHIAVELOX_CONTROLLER_BUFFER"],
+    "bot-host": ["MACHIAVELOX_BOT_HOST_MAX_BOTS", "MACHIAVELOX_BOT_HOST_GATEWAY_ADDRESS"],
 }
 EVERY_SERVICE = ["MACHIAVELOX_GRACE_S", "MACHIAVELOX_LOG_LEVEL", "MACHIAVELOX_METRICS_PORT",
                  "MACHIAVELOX_REFLECTION", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_ENDPOINT"]
@@ -72,7 +76,8 @@ def test_help_prints_the_usage_and_starts_nothing(command: str) -> None:
     names = mentioned(done.stdout)
     for name in [*EXPECTED[command], *EVERY_SERVICE]:
         assert name in names, f"{command} --help does not name {name}"
-    module = importlib.import_module(f"machiavelox.{command}.settings")
+    module = importlib.import_module(
+        SETTINGS_MODULE.get(command, f"machiavelox.{command}.settings"))
     unlisted = [n for n in settings_read(module) if n not in names]
     assert unlisted == [], f"{command} --help misses settings its code reads"
     assert "exit codes:" in done.stdout
