@@ -2,16 +2,31 @@
 
 Each check returns nothing when the expectation holds and raises ScenarioFailure(expected,
 found) otherwise. `expect rejected` is not here: it belongs to the action before it (runner).
+The checks both rulesets have (hand, table, meld, melds, event) are generic, given the
+ruleset's way of showing cards and melds; classic's `check` uses them too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Protocol, TypeVar
+
 from machiavelox import rules
 
-from .cardsets import exact_faces, same_cards, same_melds, show_card, show_cards, show_melds
+from .cardsets import (
+    Physical,
+    Written,
+    exact_faces,
+    same_cards,
+    same_melds,
+    show_card,
+    show_cards,
+    show_melds,
+)
 from .cardsets import show_specs as specs_text
 from .errors import ScenarioFailure
 from .syntax import (
+    CardSpec,
     Expect,
     ExpectCalata,
     ExpectCards,
@@ -28,7 +43,69 @@ from .syntax import (
     ExpectWinner,
 )
 
-EventKey = tuple[str, int]  # ("table" | "match", index in that event list)
+EventKey = tuple[str, int]  # (which event list: "table" | "match", classic "hand" | "session";
+#                             index in that list)
+K = TypeVar("K", bound=Physical)
+
+
+class Worded(Protocol):
+    def words(self) -> list[str]: ...
+
+
+# ---------------------------------------------------------------------- shared by both rulesets
+def check_cards(label: str, specs: Sequence[Written[K]], cards: Collection[K],
+                show: Callable[[Collection[K], set[str]], str]) -> None:
+    """`expect hand P: ...` (`label` = "hand P"): exactly these cards."""
+    if not same_cards(specs, cards):
+        raise ScenarioFailure(f"{label}: {specs_text(specs)}",
+                              f"{label}: {show(cards, exact_faces(specs))}")
+
+
+def check_table(expected: Sequence[Sequence[Written[K]]], melds: Sequence[Collection[K]],
+                show: Callable[[set[str]], str]) -> None:
+    """`expect table: [...] ...`: exactly these melds; `show(exact)` shows the table."""
+    if not same_melds(expected, melds):
+        exact = exact_faces(s for m in expected for s in m)
+        want = " ".join(f"[{specs_text(m)}]" for m in expected) or "-"
+        raise ScenarioFailure(f"table: {want}", f"table: {show(exact)}")
+
+
+def check_meld_count(n: int, melds: Collection[object], show: Callable[[], str]) -> None:
+    if len(melds) != n:
+        raise ScenarioFailure(f"melds {n}", f"melds {len(melds)}: {show()}")
+
+
+def find_meld(specs: Sequence[Written[K]], absent: bool, melds: Mapping[int, Collection[K]],
+              show_found: Callable[[Collection[K], set[str]], str],
+              show_table: Callable[[set[str]], str]) -> list[int]:
+    """`expect meld [...]` / `expect no meld [...]`: the ids of the melds that are exactly
+    `specs` (some, or none when `absent`)."""
+    want = f"[{specs_text(specs)}]"
+    exact = exact_faces(specs)
+    ids = [mid for mid, cards in melds.items() if same_cards(specs, cards)]
+    if absent and ids:
+        raise ScenarioFailure(f"no meld {want}", show_found(melds[ids[0]], exact))
+    if not absent and not ids:
+        raise ScenarioFailure(f"meld {want}", f"table: {show_table(exact)}")
+    return ids
+
+
+def match_event(events: Sequence[tuple[EventKey, Worded]], words: list[str],
+                matched: set[EventKey]) -> None:
+    """`expect event KIND ...`: claim the earliest event with these words no earlier
+    `expect event` claimed."""
+    for key, event in events:
+        if key not in matched and event.words()[:len(words)] == words:
+            matched.add(key)
+            return
+    unmatched = [" ".join(e.words()) for key, e in events if key not in matched]
+    shown = ", ".join(unmatched[-12:]) or "none"
+    more = f"{len(unmatched) - 12} more, then " if len(unmatched) > 12 else ""
+    raise ScenarioFailure(f"event {' '.join(words)}",
+                          f"no such event; events not yet matched: {more}{shown}")
+
+
+# ---------------------------------------------------------------------- Machiavelox
 
 
 def check(game: rules.Match, exp: Expect, matched: set[EventKey]) -> None:
@@ -38,26 +115,19 @@ def check(game: rules.Match, exp: Expect, matched: set[EventKey]) -> None:
     match exp:
         case ExpectCards(zone=zone, player=p, cards=specs):
             ps = table.players[p]
-            cards = ps.hand if zone == "hand" else ps.pozzetto
-            if not same_cards(specs, cards):
-                raise ScenarioFailure(f"{zone} {p}: {specs_text(specs)}",
-                                      f"{zone} {p}: {show_cards(cards, exact_faces(specs))}")
+            check_cards(f"{zone} {p}", specs, ps.hand if zone == "hand" else ps.pozzetto,
+                        show_cards)
         case ExpectTallone(player=p, count=n):
             found = len(table.players[p].tallone)
             if found != n:
                 raise ScenarioFailure(f"tallone {p}: {n}", f"tallone {p}: {found}")
         case ExpectTable(melds=expected):
             melds = list(table.board.melds.values())
-            if not same_melds(expected, melds):
-                exact = exact_faces(s for m in expected for s in m)
-                want = " ".join(f"[{specs_text(m)}]" for m in expected) or "-"
-                raise ScenarioFailure(f"table: {want}", f"table: {show_melds(melds, exact)}")
+            check_table(expected, melds, lambda exact: show_melds(melds, exact))
         case ExpectMeld():
             _check_meld(table, exp)
         case ExpectMeldCount(count=n):
-            if len(table.board.melds) != n:
-                raise ScenarioFailure(f"melds {n}", f"melds {len(table.board.melds)}: "
-                                      f"{show_melds(table.board.melds.values())}")
+            check_meld_count(n, table.board.melds, lambda: show_melds(table.board.melds.values()))
         case ExpectCalata(player=p, open=want_open):
             is_open = table.open_calata(p) is not None
             if is_open != want_open:
@@ -91,20 +161,13 @@ def _open(is_open: bool) -> str:
     return "open" if is_open else "none"
 
 
-def _check_meld(table: rules.Table, exp: ExpectMeld) -> None:
+def _check_meld(table: rules.Table, exp: ExpectMeld[CardSpec]) -> None:
+    melds = table.board.melds
+    ids = find_meld(exp.cards, exp.absent, melds, lambda m, exact: show_melds([m], exact),
+                    lambda exact: show_melds(melds.values(), exact))
+    if exp.absent or exp.status is None:
+        return
     want = f"[{specs_text(exp.cards)}]"
-    exact = exact_faces(exp.cards)
-    ids = [mid for mid, cards in table.board.melds.items() if same_cards(exp.cards, cards)]
-    if exp.absent:
-        if ids:
-            raise ScenarioFailure(f"no meld {want}",
-                                  f"{show_melds([table.board.melds[ids[0]]], exact)}")
-        return
-    if not ids:
-        raise ScenarioFailure(f"meld {want}",
-                              f"table: {show_melds(table.board.melds.values(), exact)}")
-    if exp.status is None:
-        return
     statuses = [rules.meld_status(table, mid).name.lower() for mid in ids]
     if exp.status not in statuses:
         raise ScenarioFailure(f"meld {want} {exp.status}", f"{want} {' / '.join(statuses)}")
@@ -156,16 +219,5 @@ def _who(seat: rules.Seat | None) -> str:
 
 
 def _check_event(game: rules.Match, words: list[str], matched: set[EventKey]) -> None:
-    events: list[tuple[EventKey, rules.Event]] = [
-        *((("table", i), e) for i, e in enumerate(game.table.events)),
-        *((("match", i), e) for i, e in enumerate(game.events)),
-    ]
-    for key, event in events:
-        if key not in matched and event.words()[:len(words)] == words:
-            matched.add(key)
-            return
-    unmatched = [" ".join(e.words()) for key, e in events if key not in matched]
-    shown = ", ".join(unmatched[-12:]) or "none"
-    more = f"{len(unmatched) - 12} more, then " if len(unmatched) > 12 else ""
-    raise ScenarioFailure(f"event {' '.join(words)}",
-                          f"no such event; events not yet matched: {more}{shown}")
+    match_event([*((("table", i), e) for i, e in enumerate(game.table.events)),
+                 *((("match", i), e) for i, e in enumerate(game.events))], words, matched)

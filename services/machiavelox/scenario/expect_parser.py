@@ -1,13 +1,19 @@
-"""The `expect ...` statements (SCENARIO-FORMAT.md "Expectations")."""
+"""The `expect ...` statements (SCENARIO-FORMAT.md "Expectations").
+
+The expectations both rulesets have are generic in the cursor's seats and cards (`rejected`,
+`hand`, `table`, `meld`, `no meld`, `melds`, `phase`, the event kind); classic's parser uses
+them too. `parse_expect` is Machiavelox's whole set.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 from machiavelox.rules import Seat
 
-from .lexer import Cursor
+from .lexer import CardCursor, Word
 from .syntax import (
     CardSpec,
     Expect,
@@ -40,9 +46,12 @@ EVENT_KINDS = {
     "ended": 1,
 }
 _EVENT_KIND = re.compile(r"[a-z][a-z-]*")
+S = TypeVar("S")
+C = TypeVar("C")
+Cur = CardCursor[Seat, CardSpec]
 
 
-def parse_expect(cur: Cursor) -> Expect:
+def parse_expect(cur: Cur) -> Expect:
     """The rest of an `expect` line (the cursor stands after `expect`)."""
     word = cur.next("expectation")
     parser = _PARSERS.get(word.text)
@@ -51,7 +60,8 @@ def parse_expect(cur: Cursor) -> Expect:
     return parser(cur, word.text)
 
 
-def _rejected(cur: Cursor, _: str) -> Expect:
+# ---------------------------------------------------------------------- shared by both rulesets
+def expect_rejected(cur: CardCursor[S, C], _: str) -> Expect:
     word = cur.peek()
     cur.pos += word is not None
     cur.end()
@@ -59,7 +69,7 @@ def _rejected(cur: Cursor, _: str) -> Expect:
                           word=word.text if word is not None else None)
 
 
-def _cards(cur: Cursor, zone: str) -> Expect:
+def expect_cards(cur: CardCursor[S, C], zone: str) -> Expect:
     player = cur.player()
     cur.keyword(":")
     cards = tuple(spec for spec, _ in cur.cards())
@@ -67,17 +77,9 @@ def _cards(cur: Cursor, zone: str) -> Expect:
                        cards=cards)
 
 
-def _tallone(cur: Cursor, _: str) -> Expect:
-    player = cur.player()
+def expect_table(cur: CardCursor[S, C], _: str) -> Expect:
     cur.keyword(":")
-    count = cur.integer("number of cards")
-    cur.end()
-    return ExpectTallone(line=cur.number, text=cur.line.text, player=player, count=count)
-
-
-def _table(cur: Cursor, _: str) -> Expect:
-    cur.keyword(":")
-    melds: list[tuple[CardSpec, ...]] = []
+    melds: list[tuple[C, ...]] = []
     if not cur.accept("-"):
         if cur.at_end():
             raise cur.error("missing melds ([CARD ...] ..., or - for none)")
@@ -87,59 +89,84 @@ def _table(cur: Cursor, _: str) -> Expect:
     return ExpectTable(line=cur.number, text=cur.line.text, melds=tuple(melds))
 
 
-def _meld(cur: Cursor, word: str) -> Expect:
+def expect_meld(cur: CardCursor[S, C], word: str, statuses: tuple[str, ...] = MELD_STATUSES,
+                no_status: str = "") -> Expect:
+    """`meld [...] [STATUS]`, `no meld [...]`; with no `statuses`, anything after the meld is
+    refused with the `no_status` message."""
     absent = word == "no"
     if absent:
         cur.keyword("meld")
     cards = cur.bracketed()
     status: str | None = None
+    if not statuses and not cur.at_end():
+        raise cur.error(no_status, cur.peek())
     if not absent and not cur.at_end():
-        status = cur.keyword(*MELD_STATUSES)
+        status = cur.keyword(*statuses)
     cur.end()
     return ExpectMeld(line=cur.number, text=cur.line.text, cards=cards, status=status,
                       absent=absent)
 
 
-def _melds(cur: Cursor, _: str) -> Expect:
+def expect_melds(cur: CardCursor[S, C], _: str) -> Expect:
     count = cur.integer("number of melds")
     cur.end()
     return ExpectMeldCount(line=cur.number, text=cur.line.text, count=count)
 
 
-def _calata(cur: Cursor, _: str) -> Expect:
+def expect_phase(cur: CardCursor[S, C], phases: tuple[str, ...]) -> Expect:
+    phase = cur.keyword(*phases)
+    cur.end()
+    return ExpectPhase(line=cur.number, text=cur.line.text, phase=phase)
+
+
+def event_kind(cur: CardCursor[S, C]) -> Word:
+    kind = cur.next("event kind")
+    if _EVENT_KIND.fullmatch(kind.text) is None:
+        raise cur.error(f"bad event kind {kind.text!r}", kind)
+    return kind
+
+
+# ---------------------------------------------------------------------- Machiavelox's own
+def _tallone(cur: Cur, _: str) -> Expect:
+    player = cur.player()
+    cur.keyword(":")
+    count = cur.integer("number of cards")
+    cur.end()
+    return ExpectTallone(line=cur.number, text=cur.line.text, player=player, count=count)
+
+
+def _calata(cur: Cur, _: str) -> Expect:
     player = cur.player()
     state = cur.keyword("open", "none")
     cur.end()
     return ExpectCalata(line=cur.number, text=cur.line.text, player=player, open=state == "open")
 
 
-def _holding(cur: Cursor, _: str) -> Expect:
+def _holding(cur: Cur, _: str) -> Expect:
     player = cur.player()
     card = None if cur.accept("none") else cur.card()
     cur.end()
     return ExpectHolding(line=cur.number, text=cur.line.text, player=player, card=card)
 
 
-def _phase(cur: Cursor, _: str) -> Expect:
-    phase = cur.keyword(*PHASES)
-    cur.end()
-    return ExpectPhase(line=cur.number, text=cur.line.text, phase=phase)
+def _phase(cur: Cur, _: str) -> Expect:
+    return expect_phase(cur, PHASES)
 
 
-def _status(cur: Cursor, _: str) -> Expect:
+def _status(cur: Cur, _: str) -> Expect:
     player = cur.player()
     status = cur.keyword(*STATUSES)
     cur.end()
     return ExpectStatus(line=cur.number, text=cur.line.text, player=player, status=status)
 
 
-def _winner(cur: Cursor, _: str) -> Expect:
+def _winner(cur: Cur, _: str) -> Expect:
     player = None if cur.accept("none") else cur.player()
     cur.end()
     return ExpectWinner(line=cur.number, text=cur.line.text, player=player)
 
 
-def _draw(cur: Cursor, _: str) -> Expect:
+def _draw(cur: Cur, _: str) -> Expect:
     players: list[Seat] = []
     while not cur.at_end() or len(players) < 2:
         word = cur.next("player (a draw is between two or three players)")
@@ -150,7 +177,7 @@ def _draw(cur: Cursor, _: str) -> Expect:
     return ExpectDraw(line=cur.number, text=cur.line.text, players=tuple(players))
 
 
-def _points(cur: Cursor, word: str) -> Expect:
+def _points(cur: Cur, word: str) -> Expect:
     player = cur.player()
     points = cur.integer("points", signed=True)
     cur.end()
@@ -158,10 +185,8 @@ def _points(cur: Cursor, word: str) -> Expect:
                         player=player, points=points)
 
 
-def _event(cur: Cursor, _: str) -> Expect:
-    kind = cur.next("event kind")
-    if _EVENT_KIND.fullmatch(kind.text) is None:
-        raise cur.error(f"bad event kind {kind.text!r}", kind)
+def _event(cur: Cur, _: str) -> Expect:
+    kind = event_kind(cur)
     most = EVENT_KINDS.get(kind.text, 2)
     words = [kind.text]
     if not cur.at_end():
@@ -178,15 +203,15 @@ def _event(cur: Cursor, _: str) -> Expect:
     return ExpectEvent(line=cur.number, text=cur.line.text, words=tuple(words))
 
 
-_PARSERS: dict[str, Callable[[Cursor, str], Expect]] = {
-    "rejected": _rejected,
-    "hand": _cards,
-    "pozzetto": _cards,
+_PARSERS: dict[str, Callable[[Cur, str], Expect]] = {
+    "rejected": expect_rejected,
+    "hand": expect_cards,
+    "pozzetto": expect_cards,
     "tallone": _tallone,
-    "table": _table,
-    "meld": _meld,
-    "no": _meld,
-    "melds": _melds,
+    "table": expect_table,
+    "meld": expect_meld,
+    "no": expect_meld,
+    "melds": expect_melds,
     "calata": _calata,
     "holding": _holding,
     "phase": _phase,

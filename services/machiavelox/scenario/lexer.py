@@ -4,12 +4,17 @@ Lexical rules (SCENARIO-FORMAT.md "Lexical"): one statement per line; words are 
 white space; `#` starts a comment when it begins a word (so the `#2` of `7H#2` is not a
 comment); `[`, `]` and `:` are words of their own even when written against another word
 (`[4C`, `6C]`, `p1:`). Columns are 1-based character positions.
+
+`CardCursor` is shared by both rulesets, generic in the written card it reads (`read_card`);
+`Cursor` is Machiavelox's (its cards and players p1..p3), classic's is in `classic.parser`.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from machiavelox import rules
 
@@ -71,12 +76,19 @@ def split_text(text: str) -> list[Line]:
     return [line for line in lines if line.words]
 
 
+def bad_card(word: Word, line: int, card: re.Pattern[str], examples: str, spelling: str
+             ) -> ScenarioSyntaxError:
+    """A word that is no card: the hint says how cards are written (`examples` when only the
+    case is wrong, else `spelling`)."""
+    hint = f" (cards are written in upper case, e.g. {examples})" \
+        if card.fullmatch(word.text.upper()) else f" ({spelling})"
+    return ScenarioSyntaxError(line, word.col, f"bad card {word.text!r}{hint}")
+
+
 def parse_card(word: Word, line: int) -> CardSpec:
     m = _CARD.fullmatch(word.text)
     if m is None:
-        hint = " (cards are written in upper case, e.g. 7H, 10S, QH#2)" \
-            if _CARD.fullmatch(word.text.upper()) else " (rank A 2..10 J Q K, then suit S H D C)"
-        raise ScenarioSyntaxError(line, word.col, f"bad card {word.text!r}{hint}")
+        raise bad_card(word, line, _CARD, "7H, 10S, QH#2", "rank A 2..10 J Q K, then suit S H D C")
     rank_text, suit_text, copy_text = m.groups()
     copy: int | None = None
     if copy_text is not None:
@@ -92,8 +104,16 @@ def is_name(text: str) -> bool:
     return _NAME.fullmatch(text) is not None
 
 
-class Cursor:
-    """Reads the words of one line left to right; every error names the offending column."""
+S = TypeVar("S")
+C = TypeVar("C")
+
+
+class CardCursor(ABC, Generic[S, C]):
+    """Reads the words of one line left to right; every error names the offending column.
+
+    The cards and players it reads are the ruleset's (`read_card`, `player_of`)."""
+
+    PLAYER = "player (p1, p2 or p3)"  # what a missing player is called
 
     def __init__(self, line: Line) -> None:
         self.line = line
@@ -150,24 +170,25 @@ class Cursor:
             raise self.error(f"unexpected {word.text!r}: the statement is complete", word)
 
     # -- typed words ---------------------------------------------------------------------
-    def player(self) -> rules.Seat:
-        word = self.next("player (p1, p2 or p3)")
-        return self.player_of(word)
+    @abstractmethod
+    def read_card(self, word: Word) -> C:
+        """The card `word` writes; a ScenarioSyntaxError at its column if it is none."""
 
-    def player_of(self, word: Word) -> rules.Seat:
-        try:
-            return rules.Seat.parse(word.text)
-        except ValueError:
-            raise self.error(f"bad player {word.text!r}: use p1, p2 or p3", word) from None
+    @abstractmethod
+    def player_of(self, word: Word) -> S:
+        """The seat `word` names; a ScenarioSyntaxError at its column if it is none."""
 
-    def card(self) -> CardSpec:
-        return parse_card(self.next("card"), self.number)
+    def player(self) -> S:
+        return self.player_of(self.next(self.PLAYER))
 
-    def card_word(self) -> tuple[CardSpec, Word]:
+    def card(self) -> C:
+        return self.read_card(self.next("card"))
+
+    def card_word(self) -> tuple[C, Word]:
         word = self.next("card")
-        return parse_card(word, self.number), word
+        return self.read_card(word), word
 
-    def cards(self, allow_empty: bool = True) -> list[tuple[CardSpec, Word]]:
+    def cards(self, allow_empty: bool = True) -> list[tuple[C, Word]]:
         """Cards to the end of the line, or `-` for none."""
         word = self.peek()
         if word is not None and word.text == "-":
@@ -179,20 +200,20 @@ class Cursor:
         if word is None:
             raise self.error("missing cards (write - for none)" if allow_empty
                              else "missing cards")
-        out: list[tuple[CardSpec, Word]] = []
+        out: list[tuple[C, Word]] = []
         while not self.at_end():
             out.append(self.card_word())
         return out
 
-    def bracketed(self) -> tuple[CardSpec, ...]:
+    def bracketed(self) -> tuple[C, ...]:
         """`[CARD CARD ...]` (at least one card)."""
         self.keyword("[")
-        out: list[CardSpec] = []
+        out: list[C] = []
         while True:
             word = self.next("']'")
             if word.text == "]":
                 break
-            out.append(parse_card(word, self.number))
+            out.append(self.read_card(word))
         if not out:
             raise self.error("a meld has at least one card", self.words[self.pos - 1])
         return tuple(out)
@@ -217,3 +238,16 @@ class Cursor:
             raise self.error(f"bad meld name {word.text!r}: letters, digits and _ "
                              "(not 'new')", word)
         return word
+
+
+class Cursor(CardCursor[rules.Seat, CardSpec]):
+    """The Machiavelox cursor: its cards (two copies) and its players p1..p3."""
+
+    def read_card(self, word: Word) -> CardSpec:
+        return parse_card(word, self.number)
+
+    def player_of(self, word: Word) -> rules.Seat:
+        try:
+            return rules.Seat.parse(word.text)
+        except ValueError:
+            raise self.error(f"bad player {word.text!r}: use p1, p2 or p3", word) from None

@@ -8,9 +8,11 @@ fails that file only.
 A scenario that starts with `rules classic` runs on the classic engine instead
 (`scenario.classic`, SCENARIO-FORMAT.md "Classic Machiavelli").
 
-The run is a sequence of smazzate: every `Start` deals a new table (today only the first, since
-long matches are not implemented; a later `Start` is accepted once the previous smazzata ended,
-with the clock running on, which is what a long match needs).
+The statement loop is `driver.Driver`'s, shared with classic; `Runner` adds Machiavelox's
+match, deals, actions and expectations. The run is a sequence of smazzate: every `Start` deals
+a new table (today only the first, since long matches are not implemented; a later `Start` is
+accepted once the previous smazzata ended, with the clock running on, which is what a long
+match needs).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from typing import TextIO
 from machiavelox import rules
 
 from . import classic
-from .checks import EventKey, check
+from .checks import check
+from .driver import Driver
 from .errors import ScenarioFailure, ScenarioSyntaxError
 from .parser import parse_text
 from .resolve import meld_id, pick_card, pick_cards
-from .syntax import Act, At, Expect, ExpectRejected, Match, Ref, Scenario, Start, Stmt, Title
+from .syntax import Act, Block, CardSpec, Expect, Match, Ref, Scenario, Start, Stmt
 
 
 @dataclass(frozen=True)
@@ -116,19 +119,15 @@ def run_text(text: str, name: str = "<text>", verbose: bool = False,
     return FileResult(name, True)
 
 
-class Runner:
+class Runner(Driver[rules.Seat, CardSpec, rules.Action, rules.Event]):
     """Executes the statements of one scenario; raises ScenarioFailure at the first failure."""
 
     def __init__(self, verbose: bool = False, out: TextIO | None = None) -> None:
-        self.verbose = verbose
-        self.out = out if out is not None else sys.stdout
-        self.now_ms = 0
+        super().__init__(verbose, out)
         self.long = False
         self._match: rules.Match | None = None
         self._bound: rules.Table | None = None  # the table `names` and `matched` belong to
         self._pending_names: dict[str, int] = {}  # setup names of a deal not started yet
-        self.names: dict[str, int] = {}  # meld names of the current smazzata -> meld ids
-        self.matched: set[EventKey] = set()  # events claimed by `expect event`
 
     @property
     def match(self) -> rules.Match:
@@ -146,51 +145,21 @@ class Runner:
         return table
 
     def run(self, scenario: Scenario) -> None:
-        stmts = scenario.statements
-        i = 0
-        while i < len(stmts):
-            stmt = stmts[i]
-            after = stmts[i + 1] if i + 1 < len(stmts) else None
-            try:
-                i += 1 + self.execute(stmt, after)
-            except ScenarioFailure as f:
-                f.line = f.line or stmt.line
-                raise
-            except Exception as e:  # an engine crash fails this file, never the run
-                raise ScenarioFailure(f"engine error: {type(e).__name__}: {e} ({stmt.text})",
-                                      line=stmt.line) from e
+        self.run_statements(scenario.statements)
 
-    def execute(self, stmt: Stmt, after: Stmt | None) -> int:
-        """Run one statement; returns how many following statements it consumed (an
-        `expect rejected` belongs to its action)."""
-        if isinstance(stmt, Start):
-            for setup in stmt.setup:
-                self.trace(setup)
-        self.trace(stmt)
-        match stmt:
-            case Title():
-                return 0
-            case Match(long=long):
-                self.long = long
-                return 0
-            case Start():
-                self.start(stmt)
-                return 0
-            case At():
-                self.advance(stmt)
-                return 0
-            case Act():
-                return self.act(stmt, after if isinstance(after, ExpectRejected) else None)
-            case ExpectRejected():
-                raise AssertionError("the parser puts `expect rejected` after an action")
-            case Expect():
-                self.table  # noqa: B018 - binds a smazzata that started meanwhile
-                check(self.match, stmt, self.matched)
-                return 0
-        raise AssertionError(f"unknown statement {stmt!r}")
+    def other(self, stmt: Stmt) -> None:
+        if not isinstance(stmt, Match):
+            super().other(stmt)
+            return
+        self.long = stmt.long
+
+    def check(self, stmt: Expect) -> None:
+        self.table  # noqa: B018 - binds a smazzata that started meanwhile
+        check(self.match, stmt, self.matched)
 
     # ------------------------------------------------------------------ statements
-    def start(self, stmt: Start) -> None:
+    def start(self, stmt: Block) -> None:
+        assert isinstance(stmt, Start)
         self._pending_names = dict(stmt.names)
         if self._match is None:
             kind = rules.MatchKind.LONG if self.long else rules.MatchKind.SINGLE
@@ -203,39 +172,13 @@ class Runner:
                                       f"refused {e.code}: {e.message}") from e
         self.table  # noqa: B018 - binds the names if the smazzata started
 
-    def advance(self, stmt: At) -> None:
-        target = self.now_ms + stmt.ms if stmt.relative else stmt.ms
-        if target < self.now_ms:
-            raise ScenarioFailure(f"a time from {self.now_ms / 1000:g} s on (time never goes "
-                                  f"backwards)", f"at {target / 1000:g}")
-        events = self.match.advance(target)
-        self.now_ms = target
-        self.trace_events(events)
+    def advance_to(self, target_ms: int) -> list[rules.Event]:
+        return self.match.advance(target_ms)
 
-    def act(self, stmt: Act, rejected: ExpectRejected | None) -> int:
-        action = self.action(stmt)
-        try:
-            events = self.match.apply(action, self.now_ms)
-        except rules.RulesError as e:
-            reason = f"{e.code}: {e.message}"
-            self.trace_line(f"refused {reason}")
-            if rejected is None:
-                raise ScenarioFailure(f"{stmt.text} to be accepted", f"refused {reason}") from e
-            self.trace(rejected)
-            word = rejected.word
-            if word is not None and word.lower() not in f"{e.code} {e.message}".lower():
-                raise ScenarioFailure(f"a refusal mentioning {word!r}", f"refused {reason}",
-                                      line=rejected.line) from e
-            return 1
-        self.trace_events(events)
-        if rejected is not None:
-            raise ScenarioFailure(f"{stmt.text} to be refused", "it was accepted",
-                                  line=rejected.line)
-        if stmt.name is not None:
-            self.bind(stmt, events)
-        return 0
+    def apply(self, action: rules.Action) -> list[rules.Event]:
+        return self.match.apply(action, self.now_ms)
 
-    def bind(self, stmt: Act, events: list[rules.Event]) -> None:
+    def bind(self, stmt: Act[rules.Seat, CardSpec], events: list[rules.Event]) -> None:
         """`as NAME`: the meld the action created (a direct meld, or a move's new meld)."""
         for ev in events:
             if ev.player != stmt.player:
@@ -250,7 +193,7 @@ class Runner:
                               "no 'direct' or 'moved' event with a new meld")
 
     # ------------------------------------------------------------------ actions
-    def action(self, stmt: Act) -> rules.Action:
+    def action(self, stmt: Act[rules.Seat, CardSpec]) -> rules.Action:
         """The engine action for a statement, cards and melds resolved on the live table."""
         p = stmt.player
         ps = self.table.players[p]
@@ -288,16 +231,3 @@ class Runner:
     def meld(self, ref: Ref | None) -> int:
         assert ref is not None, "the parser requires a meld here"
         return meld_id(self.table, ref, self.names)
-
-    # ------------------------------------------------------------------ --verbose
-    def trace(self, stmt: Stmt) -> None:
-        if self.verbose:
-            print(f"{stmt.line:5}: {stmt.text}", file=self.out)
-
-    def trace_events(self, events: Iterable[rules.Event]) -> None:
-        for ev in events:
-            self.trace_line(str(ev))
-
-    def trace_line(self, text: str) -> None:
-        if self.verbose:
-            print(f"         {text}", file=self.out)

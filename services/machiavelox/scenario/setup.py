@@ -9,6 +9,7 @@ error at its column. Everything here is static, so its errors are parse errors.
 from __future__ import annotations
 
 import dataclasses
+from typing import Protocol
 
 from machiavelox import rules
 
@@ -16,6 +17,24 @@ from .errors import ScenarioSyntaxError
 from .syntax import SetupStmt, Start
 
 EXPLICIT = ("removed", "tallone", "hand", "table")
+
+
+class Worded(Protocol):
+    @property
+    def word(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def col(self) -> int: ...
+
+
+def mix_error(st: Worded, other: Worded) -> ScenarioSyntaxError:
+    """A seeded and an explicit deal in one block (both rulesets)."""
+    return ScenarioSyntaxError(
+        st.line, st.col, f"'{st.word}' cannot be mixed with '{other.word}' (line "
+        f"{other.line}): use either seed or an explicit deal")
 
 
 class DealBuilder:
@@ -41,11 +60,11 @@ class DealBuilder:
         self.stmts.append(st)
         if st.word in EXPLICIT:
             if self.seed is not None:
-                raise self._mix(st, self.seed)
+                raise mix_error(st, self.seed)
             self.explicit = self.explicit or st
         if st.word == "seed":
             if self.explicit is not None:
-                raise self._mix(st, self.explicit)
+                raise mix_error(st, self.explicit)
             if self.seed is not None:
                 raise ScenarioSyntaxError(st.line, st.col, "seed given twice")
             self.seed = st
@@ -63,11 +82,6 @@ class DealBuilder:
             self.direct_meld.add(st.player)
         else:
             self._cards(st)
-
-    def _mix(self, st: SetupStmt, other: SetupStmt) -> ScenarioSyntaxError:
-        return ScenarioSyntaxError(
-            st.line, st.col, f"'{st.word}' cannot be mixed with '{other.word}' (line "
-            f"{other.line}): use either seed or an explicit deal")
 
     def _cards(self, st: SetupStmt) -> None:
         cards: list[rules.Card] = []

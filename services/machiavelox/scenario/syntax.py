@@ -3,13 +3,22 @@
 Every statement carries its 1-based `line` and the source `text` (comment stripped), for
 messages and `--verbose`. Cards are `CardSpec`s, not engine cards: a bare card (`7H`) means "a
 copy of it in the zone the statement reads from", resolved only when the statement runs.
+
+The statements both rulesets share are generic in the written card `C` (`CardSpec` here,
+`classic.syntax.Spec` for classic scenarios) and the seat `S` (`rules.Seat`, `classic.Seat`):
+`Act`, the meld references, and the hand, table, meld, phase and event expectations. Only what
+is truly Machiavelox's (pozzetto, tallone, calata, holding, draw, ...) is not.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from machiavelox import rules
+
+C = TypeVar("C")  # a written card: CardSpec, or classic's Spec
+S = TypeVar("S")  # a seat: rules.Seat, or classic.Seat
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +32,11 @@ class CardSpec:
     @property
     def face(self) -> str:
         return rules.card_at(self.suit * 13 + self.rank - 1).face
+
+    @property
+    def text(self) -> str:
+        """The face as written, without the copy (what `cardsets` compares and shows)."""
+        return self.face
 
     @property
     def copies(self) -> tuple[rules.Card, rules.Card]:
@@ -53,26 +67,27 @@ class NameRef:
 
 
 @dataclass(frozen=True, slots=True)
-class CardRef:
+class CardRef(Generic[C]):
     """`@7H`: the meld that holds that card."""
 
-    card: CardSpec
+    card: C
 
     def __str__(self) -> str:
         return f"@{self.card}"
 
 
 @dataclass(frozen=True, slots=True)
-class ListRef:
+class ListRef(Generic[C]):
     """`[4C 5C 6C]`: the meld whose cards are exactly these."""
 
-    cards: tuple[CardSpec, ...]
+    cards: tuple[C, ...]
 
     def __str__(self) -> str:
         return "[" + " ".join(str(c) for c in self.cards) + "]"
 
 
-Ref = NameRef | CardRef | ListRef
+AnyRef = NameRef | CardRef[C] | ListRef[C]  # a meld reference, whatever the cards
+Ref = AnyRef[CardSpec]
 
 
 # ---------------------------------------------------------------------- statements
@@ -93,15 +108,21 @@ class Match(Stmt):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Start(Stmt):
-    """`start`, carrying the deal its setup block built and the setup meld names.
+class Block(Stmt):
+    """`start` with the setup block before it (each ruleset's `Start` adds its deal).
 
-    `names` maps a setup name to the index of its meld in `deal.table`.
+    `names` maps a setup name to the index of its meld in the deal's table.
     """
 
-    deal: rules.Deal
     names: dict[str, int]
     setup: tuple[Stmt, ...]  # the setup statements of this block, for --verbose
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start(Block):
+    """`start`, carrying the deal its setup block built and the setup meld names."""
+
+    deal: rules.Deal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,16 +146,17 @@ class At(Stmt):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Act(Stmt):
-    """`PLAYER VERB ARGS`. `src` is the `from`/`to` REF of the verb (attach/place/put: the
-    destination; take: the source); `dst` is the destination of `move`; `new` means a new meld
-    (`put new`, `move ... to new`); `name` is the `as NAME` binding."""
+class Act(Stmt, Generic[S, C]):
+    """`PLAYER VERB ARGS`. `src` is the `from`/`to` REF of the verb (attach/place/put, classic
+    attach/swap: the destination; take, move: the source); `dst` is the destination of `move`;
+    `new` means a new meld (`put new`, `move ... to new`); `name` is the `as NAME` binding.
+    Classic `swap` has the hand card, then the joker, in `cards`."""
 
-    player: rules.Seat
+    player: S
     verb: str
-    cards: tuple[CardSpec, ...] = ()
-    src: Ref | None = None
-    dst: Ref | None = None
+    cards: tuple[C, ...] = ()
+    src: AnyRef[C] | None = None
+    dst: AnyRef[C] | None = None
     new: bool = False
     name: str | None = None
 
@@ -151,12 +173,12 @@ class ExpectRejected(Expect):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectCards(Expect):
+class ExpectCards(Expect, Generic[S, C]):
     """`expect hand pX: ...` or `expect pozzetto pX: ...`."""
 
-    zone: str  # hand | pozzetto
-    player: rules.Seat
-    cards: tuple[CardSpec, ...]
+    zone: str  # hand | pozzetto (classic: hand)
+    player: S
+    cards: tuple[C, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,14 +188,14 @@ class ExpectTallone(Expect):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectTable(Expect):
-    melds: tuple[tuple[CardSpec, ...], ...]
+class ExpectTable(Expect, Generic[C]):
+    melds: tuple[tuple[C, ...], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectMeld(Expect):
-    cards: tuple[CardSpec, ...]
-    status: str | None  # consolidated | confirmed | trial
+class ExpectMeld(Expect, Generic[C]):
+    cards: tuple[C, ...]
+    status: str | None  # consolidated | confirmed | trial (classic: always None)
     absent: bool  # `expect no meld [...]`
 
 
@@ -234,5 +256,5 @@ class Scenario:
     """A parsed file: its statements in order (setup folded into each `Start`)."""
 
     title: str | None
-    long: bool
+    long: bool  # `match long` (always False for classic)
     statements: tuple[Stmt, ...]

@@ -1,89 +1,51 @@
-"""Classic expectations on the live session, and the card matching the runner resolves with.
+"""Classic expectations on the live session, and how classic shows cards and melds.
 
-A written list matches cards as a multiset: `7H#2` / `JK#1` must be exactly that card, a bare
-`7H` matches any copy and `JK` any joker. Melds are shown in display order (a run from its low
-end, each joker where it stands), faces only, with the copy for the faces the expectation
-named exactly.
+Card matching is `..cardsets`' (a written list matches cards as a multiset: `7H#2` / `JK#1`
+exactly that card, a bare `7H` any copy, `JK` any joker) and the checks both rulesets have are
+`..checks`'; here are classic's own expectations (turn, stock, count, opened, score, total,
+status, winners) and its way of showing: hands sorted as the engine sorts them, melds in
+display order (a run from its low end, each joker where it stands), faces only, with the copy
+for the faces the expectation named exactly.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from machiavelox import classic
 
+from ..cardsets import show_in_brackets, show_list
+from ..checks import (
+    EventKey,
+    check_cards,
+    check_meld_count,
+    check_table,
+    find_meld,
+    match_event,
+)
 from ..errors import ScenarioFailure
-from ..syntax import Expect, ExpectMeldCount
-from .syntax import (
+from ..syntax import (
+    Expect,
     ExpectCards,
     ExpectEvent,
     ExpectMeld,
-    ExpectNumber,
+    ExpectMeldCount,
     ExpectPhase,
-    ExpectSeat,
     ExpectTable,
-    ExpectWinners,
-    Spec,
 )
+from .syntax import ExpectNumber, ExpectSeat, ExpectWinners
 
-EventKey = tuple[str, int]  # ("hand" | "session", index in that event list)
-
-
-# ---------------------------------------------------------------------- matching and showing
-def same_cards(specs: Sequence[Spec], cards: Collection[classic.ClassicCard]) -> bool:
-    if len(specs) != len(cards):
-        return False
-    rest = Counter(cards)
-    for spec in specs:
-        if spec.copy is not None:
-            exact = spec.exact()
-            if rest[exact] == 0:
-                return False
-            rest[exact] -= 1
-    faces = Counter(c.face for c, n in rest.items() for _ in range(n))
-    return faces == Counter(s.text for s in specs if s.copy is None)
+# EventKey: ("hand" | "session", index in that event list)
 
 
-def same_melds(expected: Sequence[Sequence[Spec]],
-               melds: Sequence[Collection[classic.ClassicCard]]) -> bool:
-    if len(expected) != len(melds):
-        return False
-    used = [False] * len(melds)
-
-    def assign(i: int) -> bool:
-        if i == len(expected):
-            return True
-        for j, meld in enumerate(melds):
-            if not used[j] and same_cards(expected[i], meld):
-                used[j] = True
-                if assign(i + 1):
-                    return True
-                used[j] = False
-        return False
-
-    return assign(0)
-
-
-def exact_faces(specs: Iterable[Spec]) -> set[str]:
-    return {s.text for s in specs if s.copy is not None}
-
-
-def show_card(c: classic.ClassicCard, exact: Collection[str] = ()) -> str:
-    return str(c) if c.face in exact else c.face
-
-
+# ---------------------------------------------------------------------- showing
 def show_cards(cards: Iterable[classic.ClassicCard], exact: Collection[str] = ()) -> str:
-    return " ".join(show_card(c, exact) for c in classic.cards.sorted_cards(cards)) or "-"
-
-
-def show_specs(specs: Iterable[Spec]) -> str:
-    return " ".join(str(s) for s in specs) or "-"
+    return show_list(classic.cards.sorted_cards(cards), exact)
 
 
 def show_meld(cards: Collection[classic.ClassicCard], aces: classic.Aces,
               exact: Collection[str] = ()) -> str:
-    return "[" + " ".join(show_card(c, exact) for c, _ in classic.arrange(cards, aces)) + "]"
+    return show_in_brackets((c for c, _ in classic.arrange(cards, aces)), exact)
 
 
 def show_table(hand: classic.Hand, exact: Collection[str] = ()) -> str:
@@ -96,27 +58,15 @@ def check(session: classic.Session, exp: Expect, matched: set[EventKey]) -> None
     hand = session.hand
     match exp:
         case ExpectCards(player=p, cards=specs):
-            cards = hand.hands.get(p, set())
-            if not same_cards(specs, cards):
-                raise ScenarioFailure(f"hand {p}: {show_specs(specs)}",
-                                      f"hand {p}: {show_cards(cards, exact_faces(specs))}")
+            check_cards(f"hand {p}", specs, hand.hands.get(p, set()), show_cards)
         case ExpectTable(melds=expected):
-            if not same_melds(expected, list(hand.melds.values())):
-                exact = exact_faces(s for m in expected for s in m)
-                want = " ".join(f"[{show_specs(m)}]" for m in expected) or "-"
-                raise ScenarioFailure(f"table: {want}", f"table: {show_table(hand, exact)}")
+            check_table(expected, list(hand.melds.values()),
+                        lambda exact: show_table(hand, exact))
         case ExpectMeld(cards=specs, absent=absent):
-            found = [m for m in hand.melds.values() if same_cards(specs, m)]
-            want = f"[{show_specs(specs)}]"
-            if absent and found:
-                raise ScenarioFailure(f"no meld {want}", show_meld(found[0], hand.aces))
-            if not absent and not found:
-                raise ScenarioFailure(f"meld {want}",
-                                      f"table: {show_table(hand, exact_faces(specs))}")
+            find_meld(specs, absent, hand.melds, lambda m, _: show_meld(m, hand.aces),
+                      lambda exact: show_table(hand, exact))
         case ExpectMeldCount(count=n):
-            if len(hand.melds) != n:
-                raise ScenarioFailure(f"melds {n}", f"melds {len(hand.melds)}: "
-                                      f"{show_table(hand)}")
+            check_meld_count(n, hand.melds, lambda: show_table(hand))
         case ExpectNumber():
             _check_number(session, exp)
         case ExpectSeat():
@@ -219,16 +169,5 @@ def _check_winners(session: classic.Session, exp: ExpectWinners) -> None:
 
 
 def _check_event(session: classic.Session, words: list[str], matched: set[EventKey]) -> None:
-    events: list[tuple[EventKey, classic.ClassicEvent]] = [
-        *((("hand", i), e) for i, e in enumerate(session.hand.events)),
-        *((("session", i), e) for i, e in enumerate(session.events)),
-    ]
-    for key, event in events:
-        if key not in matched and event.words()[:len(words)] == words:
-            matched.add(key)
-            return
-    unmatched = [" ".join(e.words()) for key, e in events if key not in matched]
-    shown = ", ".join(unmatched[-12:]) or "none"
-    more = f"{len(unmatched) - 12} more, then " if len(unmatched) > 12 else ""
-    raise ScenarioFailure(f"event {' '.join(words)}",
-                          f"no such event; events not yet matched: {more}{shown}")
+    match_event([*((("hand", i), e) for i, e in enumerate(session.hand.events)),
+                 *((("session", i), e) for i, e in enumerate(session.events))], words, matched)

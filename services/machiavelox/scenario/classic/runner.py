@@ -10,28 +10,24 @@ message).
 from __future__ import annotations
 
 import dataclasses
-import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import TextIO
 
 from machiavelox import classic, rules
 from machiavelox.rules import RulesError
 
+from ..driver import Driver
 from ..errors import ScenarioFailure
-from ..syntax import At, Expect, ExpectRejected, NameRef, Stmt, Title
-from .checks import EventKey, check, same_cards, show_specs, show_table
-from .syntax import Act, CardRef, ListRef, Ref, Scenario, Spec, Start
+from ..resolve import exact_meld, named_meld, pick
+from ..syntax import Act, Block, CardRef, Expect, ListRef, NameRef, Scenario
+from .checks import check, show_table
+from .syntax import Ref, Spec, Start
 
 
-class ClassicRunner:
+class ClassicRunner(Driver[classic.Seat, Spec, classic.ClassicAction, classic.ClassicEvent]):
     def __init__(self, verbose: bool = False, out: TextIO | None = None) -> None:
-        self.verbose = verbose
-        self.out = out if out is not None else sys.stdout
-        self.now_ms = 0
+        super().__init__(verbose, out)
         self._session: classic.Session | None = None
-        self._bound: classic.Hand | None = None
-        self.names: dict[str, int] = {}
-        self.matched: set[EventKey] = set()
 
     @property
     def session(self) -> classic.Session:
@@ -43,45 +39,14 @@ class ClassicRunner:
         return self.session.hand
 
     def run(self, scenario: Scenario) -> None:
-        stmts = scenario.statements
-        i = 0
-        while i < len(stmts):
-            stmt = stmts[i]
-            after = stmts[i + 1] if i + 1 < len(stmts) else None
-            try:
-                i += 1 + self.execute(stmt, after)
-            except ScenarioFailure as f:
-                f.line = f.line or stmt.line
-                raise
-            except Exception as e:  # an engine crash fails this file, never the run
-                raise ScenarioFailure(f"engine error: {type(e).__name__}: {e} ({stmt.text})",
-                                      line=stmt.line) from e
+        self.run_statements(scenario.statements)
 
-    def execute(self, stmt: Stmt, after: Stmt | None) -> int:
-        if isinstance(stmt, Start):
-            for setup in stmt.setup:
-                self.trace(setup)
-        self.trace(stmt)
-        match stmt:
-            case Title():
-                return 0
-            case Start():
-                self.start(stmt)
-                return 0
-            case At():
-                self.advance(stmt)
-                return 0
-            case Act():
-                return self.act(stmt, after if isinstance(after, ExpectRejected) else None)
-            case ExpectRejected():
-                raise AssertionError("the parser puts `expect rejected` after an action")
-            case Expect():
-                check(self.session, stmt, self.matched)
-                return 0
-        raise AssertionError(f"unknown statement {stmt!r}")
+    def check(self, stmt: Expect) -> None:
+        check(self.session, stmt, self.matched)
 
     # ------------------------------------------------------------------ statements
-    def start(self, stmt: Start) -> None:
+    def start(self, stmt: Block) -> None:
+        assert isinstance(stmt, Start)
         if self._session is None:
             deal = self.deal(stmt, stmt.variants, stmt.variants.seats)
             try:
@@ -113,40 +78,17 @@ class ClassicRunner:
                 stock=stmt.stock, table=stmt.table, first=first)
         return dataclasses.replace(deal, opened=stmt.opened, totals=stmt.totals)
 
-    def advance(self, stmt: At) -> None:
-        target = self.now_ms + stmt.ms if stmt.relative else stmt.ms
-        if target < self.now_ms:
-            raise ScenarioFailure(f"a time from {self.now_ms / 1000:g} s on (time never goes "
-                                  f"backwards)", f"at {target / 1000:g}")
-        self.trace_events(self.session.advance(target))
-        self.now_ms = target
+    def advance_to(self, target_ms: int) -> list[classic.ClassicEvent]:
+        return self.session.advance(target_ms)
 
-    def act(self, stmt: Act, rejected: ExpectRejected | None) -> int:
+    def before_act(self) -> None:
         # timers due by now fire first, whether the action is then accepted or not
         self.trace_events(self.session.advance(self.now_ms))
-        action = self.action(stmt)
-        try:
-            events = self.session.apply(action, self.now_ms)
-        except RulesError as e:
-            reason = f"{e.code}: {e.message}"
-            self.trace_line(f"refused {reason}")
-            if rejected is None:
-                raise ScenarioFailure(f"{stmt.text} to be accepted", f"refused {reason}") from e
-            self.trace(rejected)
-            word = rejected.word
-            if word is not None and word.lower() not in f"{e.code} {e.message}".lower():
-                raise ScenarioFailure(f"a refusal mentioning {word!r}", f"refused {reason}",
-                                      line=rejected.line) from e
-            return 1
-        self.trace_events(events)
-        if rejected is not None:
-            raise ScenarioFailure(f"{stmt.text} to be refused", "it was accepted",
-                                  line=rejected.line)
-        if stmt.name is not None:
-            self.bind(stmt, events)
-        return 0
 
-    def bind(self, stmt: Act, events: list[classic.ClassicEvent]) -> None:
+    def apply(self, action: classic.ClassicAction) -> list[classic.ClassicEvent]:
+        return self.session.apply(action, self.now_ms)
+
+    def bind(self, stmt: Act[classic.Seat, Spec], events: list[classic.ClassicEvent]) -> None:
         """`as NAME`: the meld the action created (`meld`, or `move ... to new`)."""
         for ev in events:
             if ev.kind == "melded" and ev.meld is not None:
@@ -158,7 +100,7 @@ class ClassicRunner:
         raise ScenarioFailure(f"a new meld to call {stmt.name}", "no new meld was made")
 
     # ------------------------------------------------------------------ actions
-    def action(self, stmt: Act) -> classic.ClassicAction:
+    def action(self, stmt: Act[classic.Seat, Spec]) -> classic.ClassicAction:
         p = stmt.player
         hand = self.hand
         own = hand.hands.get(p, set())
@@ -194,32 +136,14 @@ class ClassicRunner:
         lowest copy there that no other card of the statement took, else the lowest copy not
         taken (the engine then refuses it as not being there)."""
         v = self.session.variants
-        taken: set[classic.ClassicCard] = {s.exact() for s in specs if s.copy is not None}
-        out: list[classic.ClassicCard] = []
-        for spec in specs:
-            if spec.copy is not None:
-                out.append(spec.exact())
-                continue
-            free = [c for c in spec.copies(v.decks, max(v.jokers, 1)) if c not in taken]
-            present = [c for c in free if c in zone]
-            chosen = (present or free or [spec.exact()])[0]
-            taken.add(chosen)
-            out.append(chosen)
-        return tuple(out)
+        return pick(specs, zone, lambda s: s.copies(v.decks, max(v.jokers, 1)),
+                    lambda s: s.exact())
 
     def meld(self, ref: Ref | None) -> int:
         assert ref is not None, "the parser requires a meld here"
         hand = self.hand
         if isinstance(ref, NameRef):
-            mid = self.names.get(ref.name)
-            if mid is None:
-                raise ScenarioFailure(f"a meld named {ref.name}",
-                                      f"no meld was bound to {ref.name} (was its action "
-                                      "refused?)")
-            if mid not in hand.melds:
-                raise ScenarioFailure(f"meld {ref.name} on the table",
-                                      f"it is gone; table: {show_table(hand)}")
-            return mid
+            return named_meld(ref, self.names, hand.melds, lambda: show_table(hand))
         if isinstance(ref, CardRef):
             spec = ref.card
             ids = sorted({mid for mid, cards in hand.melds.items()
@@ -232,24 +156,4 @@ class ClassicRunner:
                                       f"{len(ids)} melds hold one (ambiguous, use @{spec.text}#n)")
             return ids[0]
         assert isinstance(ref, ListRef)
-        ids = [mid for mid, cards in hand.melds.items() if same_cards(ref.cards, cards)]
-        if not ids:
-            raise ScenarioFailure(f"a meld [{show_specs(ref.cards)}]",
-                                  f"none; table: {show_table(hand)}")
-        if len(ids) > 1:
-            raise ScenarioFailure(f"one meld [{show_specs(ref.cards)}]",
-                                  f"{len(ids)} identical melds (ambiguous, use @CARD#n)")
-        return ids[0]
-
-    # ------------------------------------------------------------------ --verbose
-    def trace(self, stmt: Stmt) -> None:
-        if self.verbose:
-            print(f"{stmt.line:5}: {stmt.text}", file=self.out)
-
-    def trace_events(self, events: Iterable[classic.ClassicEvent]) -> None:
-        for ev in events:
-            self.trace_line(str(ev))
-
-    def trace_line(self, text: str) -> None:
-        if self.verbose:
-            print(f"         {text}", file=self.out)
+        return exact_meld(ref, hand.melds, lambda: show_table(hand))

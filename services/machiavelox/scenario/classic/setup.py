@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from machiavelox import classic
 
 from ..errors import ScenarioSyntaxError
+from ..setup import mix_error
 from ..syntax import Stmt
 from .syntax import Spec, Start
 
@@ -67,16 +68,10 @@ class Builder:
         seed = next((s for s in self.stmts if s.word == "seed"), None)
         explicit = next((s for s in self.stmts if s.word in EXPLICIT), None)
         if st.word == "seed" and explicit is not None:
-            raise self._mix(st, explicit)
+            raise mix_error(st, explicit)
         if st.word in EXPLICIT and seed is not None:
-            raise self._mix(st, seed)
+            raise mix_error(st, seed)
         self.stmts.append(st)
-
-    @staticmethod
-    def _mix(st: SetupStmt, other: SetupStmt) -> ScenarioSyntaxError:
-        return ScenarioSyntaxError(st.line, st.col, f"'{st.word}' cannot be mixed with "
-                                   f"'{other.word}' (line {other.line}): use either seed or an "
-                                   "explicit deal")
 
     # ------------------------------------------------------------------ start
     def start(self, line: int, text: str) -> Start:

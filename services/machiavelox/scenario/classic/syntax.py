@@ -2,7 +2,9 @@
 
 Cards are `Spec`s, not engine cards: a bare card (`7H`, `JK`) means "a copy of it in the zone
 the statement reads from", resolved when the statement runs. Statements shared with
-Machiavelox scenarios (`Title`, `At`, `ExpectRejected`, `NameRef`) come from `..syntax`.
+Machiavelox scenarios (`Title`, `At`, `Act`, the meld references, `ExpectRejected` and the
+hand, table, meld, phase and event expectations) are `..syntax`'s generic ones, with classic
+seats and `Spec`s; only classic's own expectations and `Start` are declared here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from machiavelox import classic
 from machiavelox.rules import Suit
 
-from ..syntax import Expect, NameRef, Stmt
+from ..syntax import AnyRef, Block, Expect
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,31 +51,11 @@ class Spec:
         return self.text if self.copy is None else f"{self.text}#{self.copy}"
 
 
-@dataclass(frozen=True, slots=True)
-class CardRef:
-    """`@7H`, `@JK#2`: the meld that holds that card."""
-
-    card: Spec
-
-    def __str__(self) -> str:
-        return f"@{self.card}"
-
-
-@dataclass(frozen=True, slots=True)
-class ListRef:
-    """`[4C 5C JK]`: the meld whose cards are exactly these."""
-
-    cards: tuple[Spec, ...]
-
-    def __str__(self) -> str:
-        return "[" + " ".join(str(c) for c in self.cards) + "]"
-
-
-Ref = NameRef | CardRef | ListRef
+Ref = AnyRef[Spec]  # for annotations; the shared statements are built and matched unsubscripted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Start(Stmt):
+class Start(Block):
     """`start` with the deal block before it. The first block also carries the variants.
     A seeded block is dealt when it runs (to the seats still in the session)."""
 
@@ -85,39 +67,6 @@ class Start(Stmt):
     first: classic.Seat | None
     opened: frozenset[classic.Seat]
     totals: tuple[tuple[classic.Seat, int], ...]
-    names: dict[str, int]  # a setup name -> index of its meld in `table`
-    setup: tuple[Stmt, ...]  # the setup statements of the block, for --verbose
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Act(Stmt):
-    """`PLAYER VERB ARGS`: `cards` are the verb's cards (swap: the hand card, then the joker);
-    `src` the REF of attach/swap (destination) and move (source); `dst` move's destination."""
-
-    player: classic.Seat
-    verb: str
-    cards: tuple[Spec, ...] = ()
-    src: Ref | None = None
-    dst: Ref | None = None
-    new: bool = False
-    name: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectCards(Expect):
-    player: classic.Seat
-    cards: tuple[Spec, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectTable(Expect):
-    melds: tuple[tuple[Spec, ...], ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectMeld(Expect):
-    cards: tuple[Spec, ...]
-    absent: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,19 +94,3 @@ class ExpectWinners(Expect):
 
     session: bool
     players: tuple[classic.Seat, ...]  # () = none
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectPhase(Expect):
-    phase: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpectEvent(Expect):
-    words: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    title: str | None
-    statements: tuple[Stmt, ...]
