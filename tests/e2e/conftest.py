@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from machiavelox.local.processes import Proc, free_port, start
+from machiavelox.local.processes import Proc, check_all_clean, free_port, start
 
 KEY = "test-key-0123456789abcdef"
 
@@ -22,7 +22,6 @@ def cluster(tmp_path: Path) -> Iterator[dict[str, Proc]]:
         "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0=127.0.0.1:{shard_port}"}, tmp_path)
     procs = {"shard": shard, "gateway": gateway}
     yield procs
-    for p in procs.values():
-        p.check_clean()
+    check_all_clean(procs.values())
 
 

@@ -127,8 +127,12 @@ async def test_an_easy_practice_table_is_played_to_its_end_unrated(
             scoring_pb2.GetLeaderboardRequest(limit=100), timeout=5)
     assert not {row.player_id for row in board.rows} & set(players), "unrated (M13.1)"
     await until(lambda: bots_running(cluster["bot-host"]) == 0, "the bots released")
-    done = [r for r in cluster["bot-host"].logs() if str(r.get("msg", "")).startswith("bot done")]
+    done = [str(r.get("msg", "")) for r in cluster["bot-host"].logs()
+            if str(r.get("msg", "")).startswith("bot done")]
     assert len(done) == 2, done
+    for line in done:  # each bot played its smazzata to the end, at its level, as a view allows
+        assert "no result" not in line and ", 0 actions" not in line, line
+        assert line.endswith(", 0 predictable refusals"), line
 
 
 async def _seat(channel: grpc.aio.Channel, code: str, count: int,

@@ -66,11 +66,25 @@ def free_ports(count: int) -> list[int]:
         return [int(s.getsockname()[1]) for s in sockets]
 
 
+# Processes that call the others, stopped first (`check_all_clean`): a server stopping while a
+# caller's stream into it is open (a gateway's link into a shard) waits its whole grace for it.
+CALLERS_FIRST = ("bot-host", "gateway", "matchmaking", "controller")
+
+
+def stop_order(proc: Proc) -> int:
+    """0 for the callers (in `CALLERS_FIRST` order), then everything else."""
+    for rank, prefix in enumerate(CALLERS_FIRST):
+        if proc.name.startswith(prefix):
+            return rank
+    return len(CALLERS_FIRST)
+
+
 def check_all_clean(procs: Iterable[Proc]) -> None:
-    """Stop every process (all of them, whatever fails), then fail if any did not stop cleanly
-    (exit 0 after SIGTERM, no ERROR line): for test fixtures."""
+    """Stop every process (all of them, whatever fails), the callers first (`stop_order`; the
+    others in the order given), then fail if any did not stop cleanly (exit 0 after SIGTERM, no
+    ERROR line): for test fixtures."""
     problems = []
-    for proc in procs:
+    for proc in sorted(procs, key=stop_order):
         try:
             proc.check_clean()
         except AssertionError as err:
