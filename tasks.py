@@ -44,9 +44,20 @@ def demo(args: list[str]) -> int:
     return rc or run(BIN / "machiavelox", "up", "--demo", "6", *args)
 
 
+# Tests that run in the test process alone (the engines, the scenarios, the in-process bots):
+# CPU-bound, so run on two workers (pytest-xdist) first; then every test that starts service
+# processes, one at a time (their timing wants a machine they do not share with each other).
+IN_PROCESS = ["tests/rules", "tests/classic", "tests/scenario", "tests/bots/test_bots_play.py",
+              "tests/bots/test_solver_oracle.py"]
+
+
 def test(args: list[str]) -> int:
-    rc = run(BIN / "python", "-m", "pytest", "-q", *args)
-    return 0 if rc == 0 else rc
+    pytest: list[str | Path] = [BIN / "python", "-m", "pytest", "-q"]
+    if args:  # a developer's own selection
+        return run(*pytest, *args)
+    first = run(*pytest, "-n", "2", *IN_PROCESS)
+    rest = run(*pytest, *(f"--ignore={path}" for path in IN_PROCESS))
+    return first or rest
 
 
 def lint(args: list[str]) -> int:
