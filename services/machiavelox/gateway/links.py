@@ -108,7 +108,10 @@ class ShardLink:
             item.traceparent = traceparent
         action = item.action
         action.client_action_id = request.client_action_id
-        action.action.CopyFrom(request.action)
+        if request.HasField("classic_action"):  # (a classic table's: the shard checks which)
+            action.classic_action.CopyFrom(request.classic_action)
+        else:
+            action.action.CopyFrom(request.action)
         self._outbox.account(item.ByteSize())
         self._flush()
         return True

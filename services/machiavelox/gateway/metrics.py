@@ -16,13 +16,29 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from machiavelox._gen.v1 import common_pb2
-from machiavelox.platform.metrics import ACTION_BUCKETS, ACTION_KINDS, OUTCOMES
+from machiavelox._gen.v1 import common_pb2, gateway_pb2
+from machiavelox.platform.metrics import (
+    ACTION_BUCKETS,
+    ACTION_KINDS,
+    CLASSIC_ACTION_KINDS,
+    CLASSIC_PREFIX,
+    OUTCOMES,
+)
 
 
 def action_kind(action: common_pb2.Action) -> str:
     """The `kind` label of an action: draw, declare, take, ... ("unknown" if unset)."""
     return action.WhichOneof("kind") or "unknown"
+
+
+def request_kind(request: gateway_pb2.ActionRequest) -> str:
+    """The `kind` label of an app's action: its Machiavelox verb, or at a classic table
+    `classic-` and the classic verb (classic-meld, classic-draw, ...; as the shard labels
+    them)."""
+    if request.HasField("classic_action"):
+        verb = request.classic_action.WhichOneof("kind")
+        return CLASSIC_PREFIX + verb if verb else "unknown"
+    return action_kind(request.action)
 
 
 class GatewayMetrics:
@@ -85,7 +101,7 @@ class GatewayMetrics:
         sums see the shard before its first action."""
         for outcome in OUTCOMES:
             self._latency_child(shard, outcome)
-            for kind in ACTION_KINDS:
+            for kind in (*ACTION_KINDS, *CLASSIC_ACTION_KINDS):
                 self._actions_child(shard, kind, outcome)
         self._delivery_children(shard)
 

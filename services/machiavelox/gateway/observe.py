@@ -24,7 +24,7 @@ from machiavelox.platform.errors import shown
 from machiavelox.platform.metrics import ACCEPTED, REFUSED
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry, traceparent
 
-from .metrics import GatewayMetrics, action_kind
+from .metrics import GatewayMetrics, request_kind
 
 
 @dataclass(slots=True)
@@ -51,7 +51,7 @@ class GatewayObserver:
                request: gateway_pb2.ActionRequest) -> str:
         """An action read off the app's stream; the traceparent to send with it ("" when the
         trace is not sampled)."""
-        kind = action_kind(request.action)
+        kind = request_kind(request)
         span: Span | None = None
         parent = ""
         if self.telemetry is not None:

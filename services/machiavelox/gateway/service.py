@@ -1,7 +1,8 @@
 """The GatewayService servicer: login, and one Play stream per player session.
 
-A Play stream's requests are read by a task of their own (`_read`); each action passes the
-player's pace (`pace.py`) and goes to the shard link, which writes it without the reader ever
+A Play stream's requests are read by a task of their own (`_read`); each action (a
+Machiavelox `action` or, at a classic table, a `classic_action`) passes the player's pace
+(`pace.py`) and goes to the shard link, which writes it without the reader ever
 awaiting a write on the shared stream (links.py: no session can break the link).
 """
 
@@ -13,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from machiavelox import codec, rules
+from machiavelox import classic, classic_codec, codec, rules
 from machiavelox._gen.v1 import gateway_pb2, gateway_pb2_grpc
 from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import ServiceError, invalid_argument, resource_exhausted
@@ -129,8 +130,12 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                     if link.send_action(session, action, parent):
                         # A malformed action ends the stream (INVALID_ARGUMENT). The check
                         # comes after forwarding: the shard checks every action too and
-                        # refuses a malformed one without touching the table.
-                        codec.action_from_pb(rules.Seat.P1, action.action)
+                        # refuses a malformed one without touching the table. Which ruleset
+                        # the table plays is the shard's to say (`request/wrong-ruleset`).
+                        if action.HasField("classic_action"):
+                            classic_codec.action_from_pb(classic.Seat.P1, action.classic_action)
+                        else:
+                            codec.action_from_pb(rules.Seat.P1, action.action)
                     self.presence.sign_of_life(player)
                 elif kind == "heartbeat":
                     self.presence.sign_of_life(player)  # (see the presence service)

@@ -1,6 +1,7 @@
 """One player's Play stream at the gateway: delivery in sequence order, and its bounds.
 
-A `Session` delivers a table's events to its app strictly in sequence order, drops duplicates
+A `Session` delivers a table's events to its app strictly in sequence order (a classic
+table's too: its snapshots are `classic_snapshot`, its events the same `Event`s), drops duplicates
 and asks its shard link again (`resubscribe`) when it sees a gap; a resume answered in pages
 (`EventList.more`) asks for the next page once the page is written to the app, so a session far
 behind catches up at the pace its app reads.
@@ -105,6 +106,11 @@ class Session:
             self.last_seq = item.snapshot.seq
             self.joined = True
             self._put(gateway_pb2.PlayResponse(snapshot=item.snapshot))
+        elif kind == "classic_snapshot":  # a classic table's (issue 16): read alike
+            self.asked = False
+            self.last_seq = item.classic_snapshot.seq
+            self.joined = True
+            self._put(gateway_pb2.PlayResponse(classic_snapshot=item.classic_snapshot))
         elif kind == "events":
             self.asked = False
             self._batch(common_pb2.Batch(events=item.events.events))

@@ -58,7 +58,16 @@ from .limits import DEFAULT_RATES, AgoraLimits, AgoraRates, Call, Limited
 from .memory_store import MemoryStore
 from .metrics import COMPETITIVE, FRIENDLY, MatchmakingMetrics
 from .placing import Done, Failed, Pending, Placer, Shards, random_suffix
-from .queue import LOBBY_TTL_MS, Ticket, UnknownCode, WaitError, find_groups, window
+from .queue import (
+    LOBBY_TTL_MS,
+    MACHIAVELOX,
+    TableRules,
+    Ticket,
+    UnknownCode,
+    WaitError,
+    find_groups,
+    window,
+)
 from .ratings import Ratings
 from .store import AgoraStore, Group, Placement, Seated, StoreUnavailableError
 
@@ -365,13 +374,16 @@ class Agora:
         return True
 
     # ------------------------------------------------------------------ friendly
-    async def create_friendly(self, player: str, kind: rules.MatchKind) -> str:
-        """A new lobby's code, or the code of the player's open lobby of this kind."""
+    async def create_friendly(self, player: str, kind: rules.MatchKind,
+                              table: TableRules = MACHIAVELOX) -> str:
+        """A new lobby's code, or the code of the player's open lobby of this kind and these
+        rules (`table`: Machiavelox, or a classic table's)."""
         self._admit("create_friendly", player)
         lobby, created = await self.store.create_lobby(player, kind, self.clock(),
-                                                       self.make_code)
+                                                       self.make_code, table)
         if created:
-            log.info("friendly %s table created", kind.value,
+            log.info("friendly %s table created (%d seats)",
+                     kind.value if not table.classic else "classic", table.seats,
                      extra={"player": player, "code": code_ref(lobby.code)})
         return lobby.code
 
@@ -392,7 +404,7 @@ class Agora:
         code = lobby.code
         self._deliver((replaced,), End.REPLACED)  # one stream per seat: the newest is the app's
         watch = self._open(player, "lobby", code, watch_id, watch_id, self.clock())
-        log.info("joined friendly table (%d/3)", len(lobby.players),
+        log.info("joined friendly table (%d/%d)", len(lobby.players), lobby.rules.seats,
                  extra={"player": player, "code": code_ref(code), "ticket_id": watch_id})
         if lobby.table_id:  # a member coming back after the table was created
             watch.finish(Seated(lobby.table_id, shard_id, tuple(lobby.players)))
@@ -439,7 +451,8 @@ class Agora:
             if beat and (swept := await self.store.sweep(now)):
                 log.info("%d detached tickets and seats given up", swept)
             for lobby, watches in await self.store.expire_lobbies(now):
-                self._lobby_expired(lobby.code, lobby.creator, len(lobby.players), watches)
+                self._lobby_expired(lobby.code, lobby.creator,
+                                    f"{len(lobby.players)}/{lobby.rules.seats}", watches)
             groups = []
             for found in find_groups(await self.store.waiting(), now, self.base_window,
                                      self.widen_per_s):
@@ -526,11 +539,11 @@ class Agora:
             log.warning("no shard for a competitive table (%s); %d players requeued",
                         failed.why, len(failed.unplaced.requeued))
 
-    def _lobby_expired(self, code: str, creator: str, players: int,
+    def _lobby_expired(self, code: str, creator: str, players: str,
                        watches: Sequence[str]) -> None:
         if self.metrics is not None:
             self.metrics.lobby_expired()
-        log.info("friendly table expired with %d/3 players", players,
+        log.info("friendly table expired with %s players", players,
                  extra={"player": creator, "code": code_ref(code)})
         self._deliver(watches, End.EXPIRED)
 

@@ -17,11 +17,13 @@ from machiavelox.rules import MatchKind
 from .codes import new_code
 from .queue import (
     LOBBY_TTL_MS,
+    MACHIAVELOX,
     FriendlyLobbies,
     Lobby,
     MatchQueue,
     Roster,
     Spot,
+    TableRules,
     Ticket,
 )
 from .store import (
@@ -147,9 +149,10 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ friendly
     async def create_lobby(self, creator: str, kind: MatchKind, now_ms: int,
-                           draw: Callable[[], str]) -> tuple[Lobby, bool]:
+                           draw: Callable[[], str], rules: TableRules = MACHIAVELOX
+                           ) -> tuple[Lobby, bool]:
         before = self.lobbies.open_lobby(creator)
-        lobby = self.lobbies.create(creator, kind, now_ms, draw)
+        lobby = self.lobbies.create(creator, kind, now_ms, draw, rules)
         return lobby, lobby is not before
 
     async def join_lobby(self, code: str, player: str, watch_id: str, now_ms: int
@@ -198,7 +201,7 @@ class MemoryStore:
         out = []
         for lobby in self.lobbies.ready():
             placement = Placement(new_id(), tuple(lobby.players), lobby.kind, False,
-                                  code=lobby.code)
+                                  code=lobby.code, rules=lobby.rules)
             self.placements[placement.placement_id] = placement
             self._lease(placement.placement_id, owner, now_ms)
             out.append(placement)

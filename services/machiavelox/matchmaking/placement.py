@@ -36,11 +36,12 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 
-from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
+from machiavelox._gen.v1 import classic_pb2, table_pb2, table_pb2_grpc
 from machiavelox.platform.errors import REASON_KEY
 from machiavelox.platform.tls import Connect
 from machiavelox.rules import MatchKind
 
+from .classic_rules import variants_pb
 from .placing import Answer, Load
 from .store import Placement
 
@@ -106,11 +107,15 @@ class ShardClient:
         stub = self._stubs.get(shard_id)
         if stub is None:
             return Answer("refused", f"{shard_id} is not configured")
+        request = table_pb2.CreateTableRequest(
+            table_id=table_id, player_ids=list(placement.players),
+            kind=_KINDS[placement.kind], competitive=placement.competitive,
+            placement_id=placement.placement_id)
+        if placement.rules.classic:  # a classic table: its ruleset and variants (issue 16)
+            request.ruleset = classic_pb2.RULESET_CLASSIC
+            request.classic.CopyFrom(variants_pb(placement.rules))
         try:
-            await stub.CreateTable(table_pb2.CreateTableRequest(
-                table_id=table_id, player_ids=list(placement.players),
-                kind=_KINDS[placement.kind], competitive=placement.competitive,
-                placement_id=placement.placement_id), timeout=self.timeout_s)
+            await stub.CreateTable(request, timeout=self.timeout_s)
         except grpc.aio.AioRpcError as err:
             reason = _reason(err)
             why = f"{err.code().name} {reason or err.details()}"

@@ -7,9 +7,10 @@
   `base + widen_per_s * waited seconds` ordinal points around its own ordinal; a group is made
   only if every member has the two others inside its window. The longest-waiting ticket is
   served first, and its partners are the longest-waiting tickets that fit.
-- `FriendlyLobbies`: private tables by invite code: the first three players to join sit. A
-  player has at most one open lobby (not yet placed at a table): creating another of the same
-  kind gives back the open one, of the other kind is refused with `lobby/open`. A lobby not
+- `FriendlyLobbies`: private tables by invite code: the first players to join sit (three at a
+  Machiavelox table, the variants' 2..6 at a classic one: `TableRules`). A player has at most
+  one open lobby (not yet placed at a table): creating another of the same kind and rules
+  gives back the open one, of another is refused with `lobby/open`. A lobby not
   placed within its time to live is forgotten (`expire`, called by the matching tick).
 
 Refusals never carry an invite code: their messages may end up in logs and traces.
@@ -53,8 +54,27 @@ class UnknownCode(WaitError):
         super().__init__("friendly/unknown-code", "no open friendly table has that code")
 
 
-def open_lobby_message(creator: str, kind: MatchKind) -> str:
-    return (f"{creator} already has an open {kind.value} friendly table; it closes once "
+@dataclass(frozen=True)
+class TableRules:
+    """What a friendly table plays: Machiavelox (the default: three seats, `classic` "") or
+    classic Machiavelli (issue 16): `seats` its player count (2..6), `classic` its variant set
+    in a canonical text form that only the service's edges read (`classic_rules.py`: the
+    agorà and its stores carry it as it is, and compare it whole)."""
+
+    seats: int = GROUP
+    classic: str = ""
+
+    @property
+    def name(self) -> str:
+        return "classic" if self.classic else "Machiavelox"
+
+
+MACHIAVELOX = TableRules()
+
+
+def open_lobby_message(creator: str, kind: MatchKind, rules: TableRules = MACHIAVELOX) -> str:
+    what = kind.value if not rules.classic else "classic"
+    return (f"{creator} already has an open {what} friendly table; it closes once "
             "seated or expired")
 
 
@@ -67,8 +87,8 @@ def spot_refusal(player: str, spot: Spot) -> Refused:
     return Refused("ticket/duplicate", f"{player} is already waiting in {what}")
 
 
-def lobby_full() -> Refused:
-    return Refused("friendly/full", "that friendly table already has three players")
+def lobby_full(seats: int = GROUP) -> Refused:
+    return Refused("friendly/full", f"that friendly table already has its {seats} players")
 
 
 # ---------------------------------------------------------------------------------- roster
@@ -301,10 +321,11 @@ class Lobby:
     players: list[str] = field(default_factory=list)  # in seat order (join order)
     table_id: str = ""  # set once the table exists
     placing: bool = False  # a table is being created for it
+    rules: TableRules = MACHIAVELOX  # what it plays, and so how many seats it has
 
     @property
     def full(self) -> bool:
-        return len(self.players) == GROUP
+        return len(self.players) == self.rules.seats
 
 
 class FriendlyLobbies:
@@ -343,15 +364,17 @@ class FriendlyLobbies:
             del self._open_by_creator[lobby.creator]
 
     def create(self, creator: str, kind: MatchKind, now_ms: int,
-               draw: Callable[[], str] | None = None) -> Lobby:
+               draw: Callable[[], str] | None = None,
+               rules: TableRules = MACHIAVELOX) -> Lobby:
         """A new lobby with a fresh code (`draw`, or the lobbies' own `new_code`); the creator
         joins it like everyone else. A creator whose lobby has no table yet gets that one back
-        (same kind: a retried call) or is refused (`lobby/open`, another kind)."""
+        (same kind and rules: a retried call) or is refused (`lobby/open`, another)."""
         current = self.open_lobby(creator)
         if current is not None:
-            if current.kind is kind:
+            if current.kind is kind and current.rules == rules:
                 return current
-            raise Refused("lobby/open", open_lobby_message(creator, current.kind))
+            raise Refused("lobby/open", open_lobby_message(creator, current.kind,
+                                                           current.rules))
         new_code = draw or self.new_code
         for _ in range(100):  # a drawn code already in use is drawn again
             code = new_code()
@@ -359,7 +382,7 @@ class FriendlyLobbies:
                 break
         else:
             raise RuntimeError("no free invite code found")
-        lobby = Lobby(code, kind, creator, now_ms)
+        lobby = Lobby(code, kind, creator, now_ms, rules=rules)
         self._lobbies[code] = lobby
         self._open_by_creator[creator] = code
         self._by_age.append(lobby)
@@ -373,7 +396,7 @@ class FriendlyLobbies:
         if player in lobby.players:
             return lobby
         if lobby.full:
-            raise lobby_full()
+            raise lobby_full(lobby.rules.seats)
         self.roster.hold(player, "lobby", code)
         lobby.players.append(player)
         return lobby

@@ -62,6 +62,10 @@ local function placing(code)
   local h = redis.call('HMGET', k('l', code), 'placing', 'table')
   return h[1] and h[1] ~= '' and (not h[2] or h[2] == '')
 end
+local function seats_of(view)
+  -- a lobby's seats: a classic table's own, else Machiavelox's three (queue.TableRules)
+  return tonumber(view.seats or '') or 3
+end
 local function lobby_view(code)
   local l = k('l', code)
   local h = redis.call('HGETALL', l)
@@ -190,19 +194,24 @@ end
 return cjson.encode(formed)
 """
 
-# ARGV: P, creator, kind, now, candidate codes...
+# ARGV: P, creator, kind, now, seats, classic ("": Machiavelox), candidate codes...
 CREATE_LOBBY = PRELUDE + r"""
 local open = redis.call('GET', k('lopen', ARGV[2]))
 if open then
-  local kind = redis.call('HGET', k('l', open), 'kind')
-  if kind == ARGV[3] then return cjson.encode({'old', lobby_view(open)}) end
-  return cjson.encode({'open', kind})
+  local view = lobby_view(open)
+  if view.kind == ARGV[3] and (view.classic or '') == ARGV[6] then
+    return cjson.encode({'old', view})
+  end
+  return cjson.encode({'open', view.kind, seats_of(view), view.classic or ''})
 end
-for i = 5, #ARGV do
+for i = 7, #ARGV do
   local code = ARGV[i]
   if redis.call('EXISTS', k('l', code)) == 0 then
     redis.call('HSET', k('l', code), 'kind', ARGV[3], 'creator', ARGV[2], 'created', ARGV[4],
                'players', '[]', 'table', '', 'shard', '', 'placing', '')
+    if ARGV[6] ~= '' then
+      redis.call('HSET', k('l', code), 'seats', ARGV[5], 'classic', ARGV[6])
+    end
     redis.call('SET', k('lopen', ARGV[2]), code)
     redis.call('ZADD', k('lage'), ARGV[4], code)
     return cjson.encode({'new', lobby_view(code)})
@@ -216,17 +225,18 @@ JOIN_LOBBY = PRELUDE + r"""
 local l = k('l', ARGV[2])
 if redis.call('EXISTS', l) == 0 then return cjson.encode({'unknown'}) end
 local players = list(redis.call('HGET', l, 'players'))
+local seats = tonumber(redis.call('HGET', l, 'seats') or '') or 3
 local member = false
 for _, p in ipairs(players) do if p == ARGV[3] then member = true end end
 if not member then
-  if #players >= 3 then return cjson.encode({'full'}) end
+  if #players >= seats then return cjson.encode({'full', seats}) end
   local spot = redis.call('GET', k('p', ARGV[3]))
   if spot then return cjson.encode({'spot', spot}) end
   table.insert(players, ARGV[3])
   redis.call('HSET', l, 'players', cjson.encode(players))
   redis.call('SET', k('p', ARGV[3]), 'l ' .. ARGV[2])
   redis.call('INCR', k('lseats'))
-  if #players == 3 then redis.call('SADD', k('lready'), ARGV[2]) end
+  if #players == seats then redis.call('SADD', k('lready'), ARGV[2]) end
 end
 local old = redis.call('HGET', l, 'w:' .. ARGV[3]) or ''
 if old ~= ARGV[4] then
@@ -312,13 +322,13 @@ for _, code in ipairs(redis.call('SMEMBERS', k('lready'))) do
   redis.call('SREM', k('lready'), code)
   local view = lobby_view(code)
   local players = list(view.players)
-  if view.kind and #players == 3 and view.table == '' and view.placing == '' then
+  if view.kind and #players == seats_of(view) and view.table == '' and view.placing == '' then
     n = n + 1
     local pid = ARGV[4] .. string.format('%02x', n)
     redis.call('HSET', k('l', code), 'placing', pid)
     local placement = {placement_id = pid, players = players, kind = view.kind,
       competitive = false, tickets = {}, code = code, state = 'new', shard_id = '',
-      table_id = '', refused = {}}
+      table_id = '', refused = {}, seats = seats_of(view), classic = view.classic or ''}
     redis.call('HSET', k('pl', pid), 'owner', ARGV[2], 'placement', cjson.encode(placement))
     redis.call('ZADD', k('leases'), ARGV[3], pid)
     table.insert(out, placement)

@@ -16,7 +16,8 @@ Keys (`P` is MACHIAVELOX_MATCHMAKING_KEY_PREFIX):
   `P:alive`: sorted set watch -> attached until (ms): kept alive by the replica holding the
   stream (`keepalive`), swept when it lapses (`sweep`);
 - `P:l:<code>`: a friendly lobby (hash: kind, creator, created, players, table, shard,
-  placing, `w:<player>` each member's stream); `P:lopen:<creator>`, `P:lage` (lobbies
+  placing, `w:<player>` each member's stream; a classic table's also seats and classic:
+  `queue.TableRules`, absent for Machiavelox); `P:lopen:<creator>`, `P:lage` (lobbies
   without a table by creation time), `P:lready` (full ones without a table), `P:ltable:<table>`;
 - `P:pl:<placement>`: a placement (hash: its `store.Placement` as JSON, owner); `P:leases`:
   sorted set placement -> lease end (ms);
@@ -52,9 +53,11 @@ from redis.exceptions import RedisError, ResponseError
 from machiavelox.rules import MatchKind
 
 from .queue import (
+    MACHIAVELOX,
     Lobby,
     Refused,
     Spot,
+    TableRules,
     Ticket,
     UnknownCode,
     lobby_full,
@@ -95,11 +98,19 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
+def _rules(seats: Any, classic: Any) -> TableRules:
+    """A lobby's or placement's rules as stored (absent: Machiavelox, as before rulesets)."""
+    if not classic:
+        return MACHIAVELOX
+    return TableRules(int(seats), str(classic))
+
+
 def placement_from(data: dict[str, Any]) -> Placement:
     return Placement(data["placement_id"], tuple(_list(data["players"])), _KINDS[data["kind"]],
                      bool(data["competitive"]), tuple(_list(data["tickets"])), data["code"],
                      data["state"], data["shard_id"], data["table_id"],
-                     tuple(_list(data["refused"])))
+                     tuple(_list(data["refused"])),
+                     _rules(data.get("seats"), data.get("classic")))
 
 
 def placement_json(placement: Placement) -> str:
@@ -108,7 +119,8 @@ def placement_json(placement: Placement) -> str:
                        "competitive": placement.competitive,
                        "tickets": list(placement.tickets), "code": placement.code,
                        "state": placement.state, "shard_id": placement.shard_id,
-                       "table_id": placement.table_id, "refused": list(placement.refused)})
+                       "table_id": placement.table_id, "refused": list(placement.refused),
+                       "seats": placement.rules.seats, "classic": placement.rules.classic})
 
 
 def _spot(value: str) -> Spot:
@@ -119,7 +131,7 @@ def _spot(value: str) -> Spot:
 def _lobby(view: dict[str, str]) -> Lobby:
     return Lobby(view["code"], _KINDS[view["kind"]], view["creator"], int(view["created"]),
                  _list(json.loads(view.get("players") or "[]")), view.get("table", ""),
-                 bool(view.get("placing")))
+                 bool(view.get("placing")), _rules(view.get("seats"), view.get("classic")))
 
 
 class RedisClock:
@@ -383,11 +395,14 @@ class RedisStore:
 
     # ------------------------------------------------------------------ friendly
     async def create_lobby(self, creator: str, kind: MatchKind, now_ms: int,
-                           draw: Callable[[], str]) -> tuple[Lobby, bool]:
+                           draw: Callable[[], str], rules: TableRules = MACHIAVELOX
+                           ) -> tuple[Lobby, bool]:
         codes = [draw() for _ in range(_CODE_TRIES)]
-        answer = await self._json("create_lobby", creator, kind.value, now_ms, *codes)
+        answer = await self._json("create_lobby", creator, kind.value, now_ms, rules.seats,
+                                  rules.classic, *codes)
         if answer[0] == "open":
-            raise Refused("lobby/open", open_lobby_message(creator, _KINDS[answer[1]]))
+            raise Refused("lobby/open", open_lobby_message(
+                creator, _KINDS[answer[1]], _rules(answer[2], answer[3])))
         if answer[0] == "nocode":
             raise RuntimeError("no free invite code found")
         return _lobby(answer[1]), answer[0] == "new"
@@ -399,7 +414,7 @@ class RedisStore:
         if answer[0] == "unknown":
             raise UnknownCode()
         if answer[0] == "full":
-            raise lobby_full()
+            raise lobby_full(int(answer[1]))
         if answer[0] == "spot":
             raise spot_refusal(player, _spot(answer[1]))
         view = answer[1]

@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 import grpc
 
 from machiavelox import rules
-from machiavelox._gen.v1 import bots_pb2, matchmaking_pb2, matchmaking_pb2_grpc, table_pb2
+from machiavelox._gen.v1 import (
+    bots_pb2,
+    classic_pb2,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+    table_pb2,
+)
 from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import (
     ServiceError,
@@ -25,6 +31,7 @@ from machiavelox.platform.errors import (
 )
 
 from .agora import Agora, Expired, Replaced, Stopping, Update, Waiting
+from .classic_rules import rules_of
 from .limits import Limited
 from .practice import BotsRefused, BotsUnavailable, Practice
 from .queue import Refused, UnknownCode, WaitError
@@ -123,6 +130,14 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def CreateFriendlyTable(self, request: matchmaking_pb2.CreateFriendlyTableRequest,
                                   context: Any) -> matchmaking_pb2.CreateFriendlyTableResponse:
         player = self._player(context)
+        if request.ruleset == classic_pb2.RULESET_CLASSIC:
+            return await self._create_classic(player, request)
+        if request.ruleset != classic_pb2.RULESET_UNSPECIFIED and \
+                request.ruleset != classic_pb2.RULESET_MACHIAVELOX:
+            raise invalid_argument("table/bad-ruleset", f"unknown ruleset {request.ruleset}")
+        if request.HasField("classic"):
+            raise invalid_argument("table/bad-ruleset",
+                                   "classic variants are for a classic table")
         kind = _KIND_FROM_PB.get(request.kind)
         if kind is None:
             raise invalid_argument("table/bad-kind", "kind must be single or long")
@@ -136,6 +151,19 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 code = await self.agora.create_friendly(player, kind)
             else:
                 code = await self.practice.create(player, level)
+        return matchmaking_pb2.CreateFriendlyTableResponse(invite_code=code)
+
+    async def _create_classic(self, player: str,
+                              request: matchmaking_pb2.CreateFriendlyTableRequest
+                              ) -> matchmaking_pb2.CreateFriendlyTableResponse:
+        """A classic Machiavelli friendly table (issue 16): its variants checked now, by the
+        engine's rules (INVALID_ARGUMENT `variant/...`), its seats theirs (2..6)."""
+        if request.practice_level:
+            raise invalid_argument("practice/classic",
+                                   "practice tables play Machiavelox only, for now")
+        table = rules_of(request.classic)
+        with refusals():  # (a classic session is in its variants: `kind` says nothing)
+            code = await self.agora.create_friendly(player, rules.MatchKind.SINGLE, table)
         return matchmaking_pb2.CreateFriendlyTableResponse(invite_code=code)
 
     async def JoinFriendlyTable(self, request: matchmaking_pb2.JoinFriendlyTableRequest,

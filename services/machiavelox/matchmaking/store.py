@@ -14,7 +14,8 @@ The records:
   the process that holds the stream, at least every `ATTACH_MS`): one whose process died is
   not (the app may re-attach meanwhile); a detached waiting ticket leaves the queue (`sweep`)
   and a detached ticket is not requeued after a failed placement.
-- a **lobby** (`queue.Lobby`): a friendly table gathering its three players by invite code;
+- a **lobby** (`queue.Lobby`): a friendly table gathering its players by invite code (three,
+  or a classic table's 2..6: `queue.TableRules`);
   each member's join stream is their watch (the join's ticket id), kept alive the same way: a
   detached member gives up the seat (`sweep`) unless the table is created or being created.
 - a **placement** (`Placement`): a group (or a full lobby) whose table is being created: its
@@ -41,7 +42,7 @@ from typing import Literal, Protocol
 
 from machiavelox.rules import MatchKind
 
-from .queue import Lobby, Spot, Ticket, WaitError
+from .queue import MACHIAVELOX, Lobby, Spot, TableRules, Ticket, WaitError
 
 PlacementState = Literal["new", "creating", "cancelling"]
 TicketStatus = Literal["waiting", "placing", "assigned"]
@@ -100,6 +101,7 @@ class Placement:
     shard_id: str = ""  # the shard asked last ("" none yet)
     table_id: str = ""  # the table's id there
     refused: tuple[str, ...] = ()  # shards that have no table of it (refused, or cancelled)
+    rules: TableRules = MACHIAVELOX  # friendly: what its lobby plays
 
 
 @dataclass(frozen=True)
@@ -182,9 +184,10 @@ class AgoraStore(Protocol):
 
     # ------------------------------------------------------------------ friendly
     async def create_lobby(self, creator: str, kind: MatchKind, now_ms: int,
-                           draw: Callable[[], str]) -> tuple[Lobby, bool]:
-        """A new lobby (True), or the creator's open one of this kind (False); `Refused`
-        `lobby/open` if their open one is of the other kind."""
+                           draw: Callable[[], str], rules: TableRules = MACHIAVELOX
+                           ) -> tuple[Lobby, bool]:
+        """A new lobby (True), or the creator's open one of this kind and these rules
+        (False); `Refused` `lobby/open` if their open one is of another."""
         ...
 
     async def join_lobby(self, code: str, player: str, watch_id: str, now_ms: int

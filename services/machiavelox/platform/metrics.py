@@ -33,7 +33,7 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
-from machiavelox._gen.v1 import common_pb2
+from machiavelox._gen.v1 import classic_pb2, common_pb2
 
 from .instrument import End, ObservingInterceptor, RpcMethod
 from .settings import env_port, env_str
@@ -45,6 +45,12 @@ REFUSED = "refused"
 OUTCOMES = (ACCEPTED, REFUSED)
 ACTION_KINDS: tuple[str, ...] = tuple(
     f.name for f in common_pb2.Action.DESCRIPTOR.oneofs_by_name["kind"].fields)
+# ... and of a classic table (issue 16): `classic-` and the verb of `ClassicAction` (the
+# shard's label for them too, table/classic_table.py), so no kind names two actions.
+CLASSIC_PREFIX = "classic-"
+CLASSIC_ACTION_KINDS: tuple[str, ...] = tuple(
+    CLASSIC_PREFIX + f.name
+    for f in classic_pb2.ClassicAction.DESCRIPTOR.oneofs_by_name["kind"].fields)
 
 log = logging.getLogger(__name__)
 

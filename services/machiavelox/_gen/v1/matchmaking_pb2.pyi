@@ -9,6 +9,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from machiavelox._gen.v1 import bots_pb2 as _bots_pb2
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 from machiavelox._gen.v1 import table_pb2 as _table_pb2
 import builtins as _builtins
 import sys
@@ -173,7 +174,7 @@ class Assignment(_message.Message):
     """The gateway-visible table owner (informational)."""
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The players in seat order."""
+        """The players in seat order (three at a Machiavelox table, 2..6 at a classic one)."""
 
     def __init__(
         self,
@@ -242,6 +243,8 @@ class CreateFriendlyTableRequest(_message.Message):
 
     KIND_FIELD_NUMBER: _builtins.int
     PRACTICE_LEVEL_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    CLASSIC_FIELD_NUMBER: _builtins.int
     kind: _table_pb2.MatchKind.ValueType
     """Single or long match."""
     practice_level: _bots_pb2.BotLevel.ValueType
@@ -252,15 +255,32 @@ class CreateFriendlyTableRequest(_message.Message):
     RESOURCE_EXHAUSTED `bots/full` if it runs its maximum of bots, FAILED_PRECONDITION
     `practice/off` on a cluster without a bot host, INVALID_ARGUMENT `practice/long`.
     """
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """The rules the table plays. Unset (or RULESET_MACHIAVELOX): a Machiavelox table, three
+    seats, as before. RULESET_CLASSIC: a classic Machiavelli table of `classic.players` seats
+    (2..6) with those variants; `kind` is ignored (the session is in the variants) and practice
+    levels are refused (INVALID_ARGUMENT `practice/classic`). Another value: INVALID_ARGUMENT
+    `table/bad-ruleset`.
+    """
+    @_builtins.property
+    def classic(self) -> _classic_pb2.ClassicVariants:
+        """A classic table's variants (ruleset classic only; unset fields take docs/classic.md's
+        defaults), checked at once: a set no table can play is refused INVALID_ARGUMENT with the
+        engine's reason (`variant/players-decks`, `variant/jokers`, ...). Set on a Machiavelox
+        table: INVALID_ARGUMENT `table/bad-ruleset`.
+        """
+
     def __init__(
         self,
         *,
         kind: _table_pb2.MatchKind.ValueType = ...,
         practice_level: _bots_pb2.BotLevel.ValueType = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
+        classic: _classic_pb2.ClassicVariants | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "practice_level", b"practice_level"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "kind", b"kind", "practice_level", b"practice_level", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -274,7 +294,7 @@ class CreateFriendlyTableResponse(_message.Message):
 
     INVITE_CODE_FIELD_NUMBER: _builtins.int
     invite_code: _builtins.str
-    """The code to share with two friends."""
+    """The code to share with the friends who fill the other seats (two at a Machiavelox table)."""
     def __init__(
         self,
         *,
