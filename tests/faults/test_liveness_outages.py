@@ -15,7 +15,9 @@ table as apps, heartbeating every second as apps do.
    app. Proves: ann and bob are never abandoned (their gateway vouches for them, and the
    shard's broken stream to presence makes everyone unknown, not silent); cy is abandoned, but
    only 90 s of table time after presence can tell again, never earlier (before the fix his
-   silence was dated from his last heartbeat before the outage: abandoned at once).
+   silence was dated from his last heartbeat before the outage: abandoned at once); and the
+   shard retries its stream to presence once a second (its retry loop once spun without
+   pause, thousands of reconnections a second, and never told the tables "unknown").
 """
 
 from __future__ import annotations
@@ -167,6 +169,11 @@ async def test_presence_killed_abandons_only_a_real_leaver_and_not_early(
             await beats.stop("cy")
             await cy.close()  # cy leaves for good while presence is down
             await asyncio.sleep(OUTAGE_S)
+            # the shard retried its stream to presence once a second, no faster (a retry
+            # loop that spun would flood its log and starve its event loop: it did)
+            broken = [r for r in cluster.procs["shard"].logs()
+                      if r.get("msg") == "presence stream broken: UNAVAILABLE"]
+            assert 1 <= len(broken) <= 2 * OUTAGE_S + 5, len(broken)
             assert presence.respawn()
             await asyncio.to_thread(wait_healthy, presence)
             await asyncio.sleep(2.0)  # the shard's stream to presence is back (1 s retry)

@@ -64,12 +64,13 @@ class PresenceWatcher:
                 watching = asyncio.create_task(self._consume(call))
                 changed = asyncio.create_task(self.shard.players_changed.wait())
                 await asyncio.wait({watching, changed}, return_when=asyncio.FIRST_COMPLETED)
+                broke = watching.done() and not changed.done()  # (before both are ended)
                 call.cancel()
                 for task in (watching, changed):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
                         await task
-                if watching.done() and not changed.done():  # the stream broke
+                if broke:  # the stream ended by itself: presence is down or went away
                     self.shard.presence_unknown()
                     await asyncio.sleep(self.retry_s)
 
