@@ -211,13 +211,18 @@ def view_to_pb(view: classic.ClassicView, table_id: str, variants: Variants) -> 
         time_left_ms=view.time_left_ms or 0, timed=variants.timed,
         turn_changed=view.turn_changed, standings=[seat_to_pb(s) for s in view.standings])
     if view.last_hand is not None:
-        h = view.last_hand
-        msg.last_hand.CopyFrom(cpb.ClassicHandResult(
-            winners=[seat_to_pb(s) for s in h.winners], ending=h.ending,
-            points=list(h.points), scores=list(h.scores)))
+        msg.last_hand.CopyFrom(hand_result_to_pb(view.last_hand))
     if view.result is not None:
-        r = view.result
-        msg.result.CopyFrom(cpb.ClassicSessionResult(
-            winners=[seat_to_pb(s) for s in r.winners], totals=list(r.totals),
-            standings=[seat_to_pb(s) for s in r.standings], reason=r.reason))
+        msg.result.CopyFrom(session_result_to_pb(view.result))
     return msg
+
+
+def hand_result_to_pb(h: classic.HandResult) -> cpb.ClassicHandResult:
+    return cpb.ClassicHandResult(winners=[seat_to_pb(s) for s in h.winners], ending=h.ending,
+                                 points=list(h.points), scores=list(h.scores))
+
+
+def session_result_to_pb(r: classic.SessionResult) -> cpb.ClassicSessionResult:
+    return cpb.ClassicSessionResult(
+        winners=[seat_to_pb(s) for s in r.winners], totals=list(r.totals),
+        standings=[seat_to_pb(s) for s in r.standings], reason=r.reason)

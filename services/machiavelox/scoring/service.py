@@ -29,7 +29,8 @@ import grpc
 from machiavelox._gen.v1 import common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
 from machiavelox.platform.errors import invalid_argument, not_found, shown, unavailable
 
-from .store import Result, ResultStore, StoredResult, StoreUnavailableError
+from .classic import decode_classic, is_classic, standings_to_pb
+from .store import Report, Result, ResultStore, StoredResult, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +55,21 @@ class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
 
     async def ReportResult(self, request: scoring_pb2.ReportResultRequest,
                            context: Context) -> scoring_pb2.ReportResultResponse:
-        result = decode_result(request)
+        result: Report
+        if is_classic(request):
+            result = decode_classic(request)
+            what = f"classic report {result.report}"
+        else:
+            result = decode_result(request)
+            what = f"smazzata {result.smazzata}"
         with _store_errors():
             appended = await self._store.append(result)
         extra = {"table_id": result.table_id, "offset": appended.offset}
         if appended.differs:
-            log.warning("smazzata %d was already stored with a different result: the first "
-                        "report is kept", result.smazzata, extra=extra)
+            log.warning("%s was already stored with a different result: the first "
+                        "report is kept", what, extra=extra)
         else:
-            log.info("smazzata %d %s", result.smazzata,
+            log.info("%s %s", what,
                      "stored" if appended.created else "already stored (a retry)", extra=extra)
         return scoring_pb2.ReportResultResponse(offset=appended.offset)
 
@@ -81,9 +88,13 @@ class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
             raise invalid_argument("standings/invalid", "table_id is required")
         with _store_errors():
             standings = await self._store.standings(request.table_id)
+            if standings is None:
+                session = await self._store.classic_standings(request.table_id)
+                if session is not None:
+                    return standings_to_pb(session)
         if standings is None:
-            raise not_found("standings/unknown-table",
-                            f"no long match has results at table {shown(request.table_id)!r}")
+            raise not_found("standings/unknown-table", "no long match nor classic session has "
+                            f"results at table {shown(request.table_id)!r}")
         return scoring_pb2.GetStandingsResponse(
             totals=standings.totals, player_ids=standings.player_ids,
             smazzate=standings.smazzate)

@@ -1,4 +1,5 @@
-"""The results store: an append-only log of smazzata results and the aggregates read from it.
+"""The results store: an append-only log of smazzata results (and of classic Machiavelli
+reports: `store_classic.py`) and the aggregates read from it.
 
 The same semantics on both backends (SQLite for one process, `store_sqlite.py`; PostgreSQL for
 replicas, `store_pg.py`); this module holds the interface and what they share:
@@ -6,10 +7,11 @@ replicas, `store_pg.py`); this module holds the interface and what they share:
 - `append` gives a new result the next offset (1, 2, 3, ... without holes) and, in the same
   transaction, adds its points to the leaderboard (competitive results only, M13.1) and to the
   standings of its table (long matches only, M13.2).
-- It is idempotent on (table_id, smazzata): a report for a stored key returns the original offset
-  and changes nothing. The first report wins; if a later one differs (compared as the bytes the
-  codec produced, deterministically), `Appended.differs` says so, for the caller to log. Refusing
-  it instead would make a shard that retries every failure retry forever.
+- It is idempotent on (table_id, smazzata), a classic report on (table_id, report): a report
+  for a stored key returns the original offset and changes nothing. The first report wins; if
+  a later one differs (compared as the bytes the codec produced, deterministically),
+  `Appended.differs` says so, for the caller to log. Refusing it instead would make a shard
+  that retries every failure retry forever.
 - Offsets become visible in order: once a reader has seen offset n, no record below n can appear
   later. That is what lets a subscriber resume from "last processed + 1" and lose nothing. SQLite
   gets it from its single writer; PostgreSQL from every append first locking the one row of
@@ -36,6 +38,14 @@ from typing import Any, Protocol
 import psycopg
 
 from machiavelox.platform.dburl import SQLITE_PREFIX, sqlite_path
+
+from .store_classic import (
+    READ_LOG,
+    SELECT_CLASSIC_KEY,
+    ClassicReport,
+    ClassicStandings,
+    classic_statements,
+)
 
 READ_BATCH = 256
 
@@ -85,8 +95,11 @@ class StoreUnavailableError(Exception):
     """The database cannot be reached or used right now; the caller may retry."""
 
 
+Report = Result | ClassicReport  # what `append` stores
+
+
 class ResultStore(Protocol):
-    async def append(self, result: Result) -> Appended: ...
+    async def append(self, result: Report) -> Appended: ...
 
     async def read(self, from_offset: int, limit: int) -> list[StoredResult]: ...
 
@@ -98,6 +111,10 @@ class ResultStore(Protocol):
 
     async def standings(self, table_id: str) -> Standings | None:
         """The totals of the long match at `table_id`; None when there is none."""
+        ...
+
+    async def classic_standings(self, table_id: str) -> ClassicStandings | None:
+        """The classic session at `table_id`, best first (C11); None when there is none."""
         ...
 
     async def close(self) -> None: ...
@@ -165,7 +182,7 @@ class LogStore(abc.ABC):
         self._poll_s = poll_s
         self._bell = Bell()
 
-    async def append(self, result: Result) -> Appended:
+    async def append(self, result: Report) -> Appended:
         appended = await self._append(result)
         if appended.created:
             self._bell.ring()  # local followers need not wait for another replica's wake-up
@@ -175,7 +192,7 @@ class LogStore(abc.ABC):
         return tail(self.read, self._bell, from_offset, until, self._poll_s)
 
     @abc.abstractmethod
-    async def _append(self, result: Result) -> Appended: ...
+    async def _append(self, result: Report) -> Appended: ...
 
     @abc.abstractmethod
     async def read(self, from_offset: int, limit: int) -> list[StoredResult]: ...
@@ -185,6 +202,9 @@ class LogStore(abc.ABC):
 
     @abc.abstractmethod
     async def standings(self, table_id: str) -> Standings | None: ...
+
+    @abc.abstractmethod
+    async def classic_standings(self, table_id: str) -> ClassicStandings | None: ...
 
     @abc.abstractmethod
     async def close(self) -> None: ...
@@ -209,8 +229,7 @@ ADD_STANDINGS = (
     "ON CONFLICT (table_id) DO UPDATE SET total1 = standings.total1 + excluded.total1, "
     "total2 = standings.total2 + excluded.total2, total3 = standings.total3 + excluded.total3, "
     "smazzate = standings.smazzate + 1")
-READ_FROM = ("SELECT log_offset, stored_at_ms, payload FROM results WHERE log_offset >= ? "
-             "ORDER BY log_offset LIMIT ?")
+READ_FROM = READ_LOG  # (params: from_offset twice, then the limit: `read_params`)
 TOP = ("SELECT player_id, points, played FROM leaderboard "
        "ORDER BY points DESC, played ASC, player_id ASC LIMIT ?")
 STANDINGS = ("SELECT player1, player2, player3, total1, total2, total3, smazzate "
@@ -224,6 +243,26 @@ def existing(row: Sequence[Any], payload: bytes) -> Appended:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def key_of(result: Report) -> tuple[str, tuple[Any, ...]]:
+    """The statement finding `result`'s key in the log (a row: SELECT_KEY's), with its params."""
+    if isinstance(result, ClassicReport):
+        return SELECT_CLASSIC_KEY, (result.table_id, result.report)
+    return SELECT_KEY, (result.table_id, result.smazzata)
+
+
+def writes_of(result: Report, offset: int, stored_at_ms: int
+              ) -> list[tuple[str, tuple[Any, ...]]]:
+    """What appending `result` at `offset` writes, in the transaction holding the head."""
+    if isinstance(result, ClassicReport):
+        return classic_statements(result, offset, stored_at_ms)
+    return [(INSERT_RESULT, insert_params(offset, result, stored_at_ms)),
+            *aggregate_statements(result)]
+
+
+def read_params(from_offset: int, limit: int) -> tuple[int, int, int]:
+    return (from_offset, from_offset, limit)
 
 
 def insert_params(offset: int, result: Result, stored_at_ms: int) -> tuple[Any, ...]:

@@ -24,28 +24,28 @@ from psycopg import sql
 from machiavelox.platform.pg import PgConnection, PgPool
 
 from .store import (
-    INSERT_RESULT,
     LOCK_HEAD,
     READ_FROM,
-    SELECT_KEY,
     SET_HEAD,
     STANDINGS,
     TOP,
     Appended,
     LeaderboardRow,
     LogStore,
-    Result,
+    Report,
     Standings,
     StoredResult,
     StoreUnavailableError,
-    aggregate_statements,
     existing,
-    insert_params,
+    key_of,
     leaderboard_rows,
     now_ms,
+    read_params,
     standings_of,
     stored,
+    writes_of,
 )
+from .store_classic import CLASSIC_STANDINGS, ClassicStandings, classic_schema, classic_standings_of
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,8 @@ PG_SCHEMA = [
         player1 TEXT NOT NULL, player2 TEXT NOT NULL, player3 TEXT NOT NULL,
         total1 BIGINT NOT NULL, total2 BIGINT NOT NULL, total3 BIGINT NOT NULL,
         smazzate INTEGER NOT NULL)""",
+    # issue 16: classic Machiavelli reports, hands and sessions (store_classic.py)
+    *classic_schema(blob="BYTEA", text='TEXT COLLATE "C"'),
 ]
 MIGRATION_LOCK = 0x4D585343  # "MXSC": replicas starting together create the schema one at a time
 POOL_SIZE = 4
@@ -156,28 +158,27 @@ class PostgresStore(LogStore):
                 self._bell.ring()  # whatever was stored while nobody listened
                 break
 
-    async def _append(self, result: Result) -> Appended:
+    async def _append(self, result: Report) -> Appended:
         return await self._pool.run(lambda conn: self._append_on(conn, result))
 
-    async def _append_on(self, conn: PgConnection, result: Result) -> Appended:
+    async def _append_on(self, conn: PgConnection, result: Report) -> Appended:
         async with conn.transaction():
             head = await (await conn.execute(LOCK_HEAD + " FOR UPDATE")).fetchone()
             assert head is not None
-            cur = await conn.execute(pg(SELECT_KEY), (result.table_id, result.smazzata))
-            row = await cur.fetchone()
+            key, params = key_of(result)
+            row = await (await conn.execute(pg(key), params)).fetchone()
             if row is not None:
                 return existing(row, result.payload)
             offset = int(head[0]) + 1
-            await conn.execute(pg(INSERT_RESULT), insert_params(offset, result, now_ms()))
+            for statement, values in writes_of(result, offset, now_ms()):
+                await conn.execute(pg(statement), values)
             await conn.execute(pg(SET_HEAD), (offset,))
-            for statement, params in aggregate_statements(result):
-                await conn.execute(pg(statement), params)
             await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(offset)))
         return Appended(offset, created=True)
 
     async def read(self, from_offset: int, limit: int) -> list[StoredResult]:
         async def work(conn: PgConnection) -> list[StoredResult]:
-            cur = await conn.execute(pg(READ_FROM), (from_offset, limit))
+            cur = await conn.execute(pg(READ_FROM), read_params(from_offset, limit))
             return stored(await cur.fetchall())
         return await self._pool.run(work)
 
@@ -191,6 +192,12 @@ class PostgresStore(LogStore):
         async def work(conn: PgConnection) -> Standings | None:
             cur = await conn.execute(pg(STANDINGS), (table_id,))
             return standings_of(await cur.fetchone())
+        return await self._pool.run(work)
+
+    async def classic_standings(self, table_id: str) -> ClassicStandings | None:
+        async def work(conn: PgConnection) -> ClassicStandings | None:
+            cur = await conn.execute(pg(CLASSIC_STANDINGS), (table_id,))
+            return classic_standings_of(await cur.fetchall())
         return await self._pool.run(work)
 
     async def close(self) -> None:

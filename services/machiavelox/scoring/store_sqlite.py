@@ -12,28 +12,28 @@ from pathlib import Path
 from typing import TypeVar
 
 from .store import (
-    INSERT_RESULT,
     LOCK_HEAD,
     READ_FROM,
-    SELECT_KEY,
     SET_HEAD,
     STANDINGS,
     TOP,
     Appended,
     LeaderboardRow,
     LogStore,
-    Result,
+    Report,
     Standings,
     StoredResult,
     StoreUnavailableError,
-    aggregate_statements,
     existing,
-    insert_params,
+    key_of,
     leaderboard_rows,
     now_ms,
+    read_params,
     standings_of,
     stored,
+    writes_of,
 )
+from .store_classic import CLASSIC_STANDINGS, ClassicStandings, classic_schema, classic_standings_of
 
 log = logging.getLogger(__name__)
 
@@ -78,21 +78,22 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")  # an acknowledged report survives a power cut
     conn.executescript(SQLITE_SCHEMA)
+    for statement in classic_schema(blob="BLOB", text="TEXT"):
+        conn.execute(statement)
     return conn
 
 
-def _append(conn: sqlite3.Connection, result: Result) -> Appended:
+def _append(conn: sqlite3.Connection, result: Report) -> Appended:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        row = conn.execute(SELECT_KEY, (result.table_id, result.smazzata)).fetchone()
+        row = conn.execute(*key_of(result)).fetchone()
         if row is not None:
             conn.execute("ROLLBACK")
             return existing(row, result.payload)
         offset = int(conn.execute(LOCK_HEAD).fetchone()[0]) + 1
-        conn.execute(INSERT_RESULT, insert_params(offset, result, now_ms()))
-        conn.execute(SET_HEAD, (offset,))
-        for statement, params in aggregate_statements(result):
+        for statement, params in writes_of(result, offset, now_ms()):
             conn.execute(statement, params)
+        conn.execute(SET_HEAD, (offset,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
@@ -132,12 +133,12 @@ class SqliteStore(LogStore):
         except sqlite3.OperationalError as exc:
             raise StoreUnavailableError(f"SQLite: {exc}") from exc
 
-    async def _append(self, result: Result) -> Appended:
+    async def _append(self, result: Report) -> Appended:
         return await self._run(lambda conn: _append(conn, result))
 
     async def read(self, from_offset: int, limit: int) -> list[StoredResult]:
-        return await self._run(
-            lambda conn: stored(conn.execute(READ_FROM, (from_offset, limit)).fetchall()))
+        return await self._run(lambda conn: stored(
+            conn.execute(READ_FROM, read_params(from_offset, limit)).fetchall()))
 
     async def leaderboard(self, limit: int) -> list[LeaderboardRow]:
         return await self._run(
@@ -146,6 +147,10 @@ class SqliteStore(LogStore):
     async def standings(self, table_id: str) -> Standings | None:
         return await self._run(
             lambda conn: standings_of(conn.execute(STANDINGS, (table_id,)).fetchone()))
+
+    async def classic_standings(self, table_id: str) -> ClassicStandings | None:
+        return await self._run(lambda conn: classic_standings_of(
+            conn.execute(CLASSIC_STANDINGS, (table_id,)).fetchall()))
 
     async def close(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._worker, self._conn.close)

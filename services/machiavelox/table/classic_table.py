@@ -11,7 +11,8 @@ it.
 
 Between two hands of a session (C11) the next is dealt `BETWEEN_HANDS_MS` of table time
 after the last ended (the pause in which an open session may be ended); its deal is
-journaled. Results do not go to scoring yet (issue 16, part 2: docs/classic.md).
+journaled. Each hand's result and the session's end go to scoring from the journal, as
+Machiavelox results do (`classic_results.py`, `reporting.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from machiavelox.classic import ClassicDeal, ClassicEvent, Seat, Session, Varian
 from . import classic_records as crec
 from . import records
 from .answers import Answer, Answers
+from .classic_results import ClassicOutcome, ClassicResults
 from .host import Applied, Decoded, wrong_ruleset
 from .records import JournalCorruptError, Recorder
 
@@ -59,8 +61,9 @@ class ClassicHost:
         self._arrivals = array("Q")
         self.arrivals = 0
         self.answers = Answers()
-        self.reported = 0  # (classic results do not reach scoring yet)
-        self.reporting = 0
+        self.reported = 0  # reports whose result scoring has stored (journaled)
+        self.reporting = 0  # reports sent (in flight or stored)
+        self.results = ClassicResults()
         self.closed = ""
         self._deals: deque[ClassicDeal] | None = None  # while replaying: the journaled deals
         self.journal = journal if journal is not None else Recorder()
@@ -88,6 +91,8 @@ class ClassicHost:
         host.journal = journal if journal is not None else Recorder()
         host.journal.data[:] = data
         host.journal.durable = len(data)
+        host.reporting = host.reported
+        host.results.stored(host.reported)
         return host
 
     def _replay(self, record: journal_pb2.JournalRecord) -> None:
@@ -104,12 +109,15 @@ class ClassicHost:
         elif kind == "advanced":
             self._advance(record.advanced.at_ms)
             self._check(record.advanced.seq)
+            self.results.note(self.session, self.journal)
         elif kind == "interrupted":
             gap = record.interrupted
             self._interrupt(gap.at_ms, gap.duration_ms, gap.origin_ms)
+        elif kind == "reported":
+            self.reported = max(self.reported, record.reported.smazzata)
         elif kind == "closed":
             self.closed = record.closed.reason or "ended"
-        elif kind not in ("classic_deal", "reported"):
+        elif kind != "classic_deal":
             raise JournalCorruptError(f"{self.table_id}: unknown record {kind}")
 
     def _check(self, seq: int) -> None:
@@ -191,6 +199,12 @@ class ClassicHost:
     def _apply_at(self, player_id: str, action: classic.ClassicAction, now: int, arrival: int,
                   wire: classic_pb2.ClassicAction | None = None, action_id: str = ""
                   ) -> Applied[ClassicEvent]:
+        done = self._judge(player_id, action, now, arrival, wire, action_id)
+        self.results.note(self.session, self.journal)  # (after its journal record)
+        return done
+
+    def _judge(self, player_id: str, action: classic.ClassicAction, now: int, arrival: int,
+               wire: classic_pb2.ClassicAction | None, action_id: str) -> Applied[ClassicEvent]:
         self.arrivals = arrival
         was = self.session.now_ms
         done: Applied[ClassicEvent] = Applied(arrival, events=self._advance(now))
@@ -222,6 +236,7 @@ class ClassicHost:
         events = self._advance(now)
         if self.session.now_ms != was:
             self.journal.add(records.advanced(now, self.seq))
+        self.results.note(self.session, self.journal)
         return events
 
     def resume(self, wall_ms: int) -> list[tuple[int, ClassicEvent]]:
@@ -239,7 +254,11 @@ class ClassicHost:
         return self._record([ClassicEvent(INTERRUPTED, at, detail=str(duration))])
 
     def mark_reported(self, smazzata: int) -> None:
-        """(Classic results do not reach scoring yet.)"""
+        """Scoring has stored report `smazzata` (and, sent in order, those before it)."""
+        if smazzata > self.reported:
+            self.reported = smazzata
+            self.journal.add(records.reported(smazzata))
+        self.results.stored(self.reported)
 
     def close(self, reason: str = "ended") -> None:
         if not self.closed:
@@ -289,8 +308,9 @@ class ClassicHost:
 
     @property
     def settled(self) -> bool:
-        """Ended (its results are not reported yet: nothing to wait for)."""
-        return self.finished
+        """Ended, and every report stored in scoring."""
+        return self.finished and self.reported >= self.results.last
 
-    def smazzate_to_report(self) -> list[tuple[int, object]]:
-        return []
+    def smazzate_to_report(self) -> list[tuple[int, ClassicOutcome]]:
+        """The reports not yet sent whose journal records are stored: (number, outcome)."""
+        return self.results.due(self.reporting, self.journal)

@@ -1,7 +1,10 @@
-"""Results to the scoring service: every ended smazzata, retried until stored.
+"""Results to the scoring service: every ended smazzata, and every classic table's report
+(a hand ended, the session ended: `classic_results.py`), retried until stored.
 
-ReportResult is idempotent on (table, smazzata), so retrying after a lost answer is safe.
-Without a scoring address the result is only logged (a shard in a test or a demo).
+ReportResult is idempotent on (table, smazzata), and on (table, report) for a classic table,
+so retrying after a lost answer is safe. A classic table's reports go one after the other, in
+order (each holds the whole session so far). Without a scoring address the result is only
+logged (a shard in a test or a demo).
 
 A result is part of its table's journal (the table's records replay to it); once scoring has
 stored it, that is journaled too (`TableHost.mark_reported`). So a shard that starts reports
@@ -18,10 +21,12 @@ from typing import Any
 
 import grpc
 
-from machiavelox import codec, rules
-from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc, table_pb2
+from machiavelox import classic_codec, codec, rules
+from machiavelox._gen.v1 import classic_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
 from machiavelox.platform.tls import Connect
 
+from .classic_results import ClassicOutcome
+from .classic_table import ClassicHost
 from .host import TableHost
 from .rulesets import Host
 
@@ -31,8 +36,11 @@ _KIND = {rules.MatchKind.SINGLE: table_pb2.MATCH_KIND_SINGLE,
          rules.MatchKind.LONG: table_pb2.MATCH_KIND_LONG}
 
 
-Send = Callable[[TableHost, int, rules.SmazzataResult], Coroutine[Any, Any, None]]
-"""Reports one smazzata's result, returning once it is stored (retrying meanwhile)."""
+Reported = TableHost | ClassicHost
+Outcome = rules.SmazzataResult | ClassicOutcome
+Send = Callable[[Reported, int, Outcome], Coroutine[Any, Any, None]]
+"""Reports one smazzata's result (or a classic table's report), returning once it is stored
+(retrying meanwhile)."""
 
 
 class ResultReports:
@@ -41,23 +49,36 @@ class ResultReports:
     def __init__(self, send: Send | None) -> None:
         self.send = send
         self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Task[None]] = {}  # a classic table's latest report
 
     def due(self, host: Host) -> None:
-        """Report what the table has ended and not yet sent (classic tables: nothing yet,
-        docs/classic.md)."""
-        if not isinstance(host, TableHost):
+        """Report what the table has ended and not yet sent (what its stored journal holds)."""
+        if not isinstance(host, TableHost | ClassicHost):
             return
-        for number, result in host.smazzate_to_report():
+        pending: list[tuple[int, Outcome]] = list(host.smazzate_to_report())
+        for number, result in pending:
             host.reporting = number
             if self.send is None:
                 host.mark_reported(number)
                 continue
-            task = asyncio.create_task(self._one(host, number, result))
+            after = self._last.get(host.table_id) if isinstance(host, ClassicHost) else None
+            task = asyncio.create_task(self._one(host, number, result, after),
+                                       name=host.table_id)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            if isinstance(host, ClassicHost):
+                self._last[host.table_id] = task
+                task.add_done_callback(self._forget)
 
-    async def _one(self, host: TableHost, number: int, result: rules.SmazzataResult) -> None:
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        if self._last.get(task.get_name()) is task:
+            del self._last[task.get_name()]
+
+    async def _one(self, host: Reported, number: int, result: Outcome,
+                   after: asyncio.Task[None] | None = None) -> None:
         assert self.send is not None
+        if after is not None:  # a classic table's reports are stored in order
+            await asyncio.wait([after])
         await self.send(host, number, result)
         host.mark_reported(number)
 
@@ -91,15 +112,23 @@ class ScoringReporter:
         self._stub = (scoring_pb2_grpc.ScoringServiceStub(self._channel)
                       if self._channel is not None else None)
 
-    async def report(self, host: TableHost, number: int, result: rules.SmazzataResult) -> None:
-        request = scoring_pb2.ReportResultRequest(
-            table_id=host.table_id, smazzata=number, kind=_KIND[host.kind],
-            competitive=host.competitive, player_ids=host.players,
-            result=codec.result_to_pb(result),
-            match_ended=host.finished and number == len(host.match.smazzate))
+    async def report(self, host: Reported, number: int, result: Outcome) -> None:
         extra = {"table_id": host.table_id, "shard_id": self.shard_id}
+        if isinstance(host, ClassicHost) and isinstance(result, ClassicOutcome):
+            request = classic_request(host, result)
+            summary = f"classic report {number}: {len(result.hands)} hands, totals " \
+                      f"{list(result.totals)}{'; session over' if result.session else ''}"
+        elif isinstance(host, TableHost) and isinstance(result, rules.SmazzataResult):
+            request = scoring_pb2.ReportResultRequest(
+                table_id=host.table_id, smazzata=number, kind=_KIND[host.kind],
+                competitive=host.competitive, player_ids=host.players,
+                result=codec.result_to_pb(result),
+                match_ended=host.finished and number == len(host.match.smazzate))
+            summary = f"smazzata {number} ended: {result.summary()}"
+        else:
+            raise TypeError(f"no report for {type(host).__name__} and {type(result).__name__}")
         if self._stub is None:
-            log.info("smazzata %d ended: %s", number, result.summary(), extra=extra)
+            log.info("%s", summary, extra=extra)
             return
         while True:
             try:
@@ -113,3 +142,20 @@ class ScoringReporter:
     async def close(self) -> None:
         if self._channel is not None:
             await self._channel.close()
+
+
+def classic_request(host: ClassicHost, outcome: ClassicOutcome
+                    ) -> scoring_pb2.ReportResultRequest:
+    """A classic table's report: the session so far (scoring.proto, `ClassicResult`)."""
+    seats = classic_codec.seat_to_pb
+    return scoring_pb2.ReportResultRequest(
+        table_id=host.table_id, player_ids=host.players, ruleset=classic_pb2.RULESET_CLASSIC,
+        match_ended=outcome.session is not None,
+        classic=scoring_pb2.ClassicResult(
+            report=outcome.number, variants=classic_codec.variants_to_pb(host.variants),
+            hands=[classic_codec.hand_result_to_pb(h) for h in outcome.hands],
+            totals=list(outcome.totals), standings=[seats(s) for s in outcome.standings],
+            eliminated=[seats(s) for s in outcome.eliminated],
+            session=(classic_codec.session_result_to_pb(outcome.session)
+                     if outcome.session is not None else None),
+            competitive=host.competitive))

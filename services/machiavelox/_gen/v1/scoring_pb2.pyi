@@ -8,6 +8,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 from machiavelox._gen.v1 import common_pb2 as _common_pb2
 from machiavelox._gen.v1 import table_pb2 as _table_pb2
 import builtins as _builtins
@@ -34,6 +35,8 @@ class ReportResultRequest(_message.Message):
     PLAYER_IDS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     MATCH_ENDED_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    CLASSIC_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table."""
     smazzata: _builtins.int
@@ -43,7 +46,13 @@ class ReportResultRequest(_message.Message):
     competitive: _builtins.bool
     """Competitive (agorà) or friendly."""
     match_ended: _builtins.bool
-    """Whether the match ended with this smazzata."""
+    """Whether the match ended with this smazzata (a classic result: the session ended)."""
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """The rules the table plays: unset for Machiavelox (every result made before rulesets
+    existed), RULESET_CLASSIC with `classic` set. A classic result sets `table_id`,
+    `player_ids` (seat order, 2..6), `match_ended` and `classic`, never `smazzata`, `kind`,
+    `result` nor `competitive` (which counts for the Machiavelox leaderboard only).
+    """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The players in seat order."""
@@ -51,6 +60,10 @@ class ReportResultRequest(_message.Message):
     @_builtins.property
     def result(self) -> _common_pb2.SmazzataResult:
         """The result."""
+
+    @_builtins.property
+    def classic(self) -> Global___ClassicResult:
+        """A classic Machiavelli result (issue 16; docs/classic.md, "On the cluster")."""
 
     def __init__(
         self,
@@ -62,14 +75,88 @@ class ReportResultRequest(_message.Message):
         player_ids: _abc.Iterable[_builtins.str] | None = ...,
         result: _common_pb2.SmazzataResult | None = ...,
         match_ended: _builtins.bool = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
+        classic: Global___ClassicResult | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "kind", b"kind", "match_ended", b"match_ended", "player_ids", b"player_ids", "result", b"result", "smazzata", b"smazzata", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["classic", b"classic", "competitive", b"competitive", "kind", b"kind", "match_ended", b"match_ended", "player_ids", b"player_ids", "result", b"result", "ruleset", b"ruleset", "smazzata", b"smazzata", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportResultRequest: _TypeAlias = ReportResultRequest  # noqa: Y015
+
+@_typing.final
+class ClassicResult(_message.Message):
+    """A classic table's results after one of its hands ended, or after its open session was ended
+    between hands (C9-C11). Each report holds the whole session so far, so any one record tells
+    the standings; the shard sends them in order.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORT_FIELD_NUMBER: _builtins.int
+    VARIANTS_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    TOTALS_FIELD_NUMBER: _builtins.int
+    STANDINGS_FIELD_NUMBER: _builtins.int
+    ELIMINATED_FIELD_NUMBER: _builtins.int
+    SESSION_FIELD_NUMBER: _builtins.int
+    COMPETITIVE_FIELD_NUMBER: _builtins.int
+    report: _builtins.int
+    """Which report of the table, from 1 (with `table_id`, the key that makes ReportResult
+    idempotent): the end of hand N is report N; an open session ended by its players is one
+    more report after its last hand's.
+    """
+    competitive: _builtins.bool
+    """The table was made by a ranked queue (none yet: classic results are rated nowhere)."""
+    @_builtins.property
+    def variants(self) -> _classic_pb2.ClassicVariants:
+        """The table's variants."""
+
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[_classic_pb2.ClassicHandResult]:
+        """Every hand of the session that has ended, in order: who won it, each seat's penalty points
+        left in hand (`points`) and what the hand added to each total (`scores`).
+        """
+
+    @_builtins.property
+    def totals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Per seat (as `player_ids`), the session totals after these hands."""
+
+    @_builtins.property
+    def standings(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Seat.ValueType]:
+        """Every seat, best first (C11: the lowest total first; a single hand: its winner first;
+        elimination: the survivor first).
+        """
+
+    @_builtins.property
+    def eliminated(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Seat.ValueType]:
+        """The seats out of an elimination session, in the order they went out."""
+
+    @_builtins.property
+    def session(self) -> _classic_pb2.ClassicSessionResult:
+        """Set once the session has ended (`match_ended`): its winners, totals and standings."""
+
+    def __init__(
+        self,
+        *,
+        report: _builtins.int = ...,
+        variants: _classic_pb2.ClassicVariants | None = ...,
+        hands: _abc.Iterable[_classic_pb2.ClassicHandResult] | None = ...,
+        totals: _abc.Iterable[_builtins.int] | None = ...,
+        standings: _abc.Iterable[_common_pb2.Seat.ValueType] | None = ...,
+        eliminated: _abc.Iterable[_common_pb2.Seat.ValueType] | None = ...,
+        session: _classic_pb2.ClassicSessionResult | None = ...,
+        competitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["session", b"session", "variants", b"variants"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["competitive", b"competitive", "eliminated", b"eliminated", "hands", b"hands", "report", b"report", "session", b"session", "standings", b"standings", "totals", b"totals", "variants", b"variants"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClassicResult: _TypeAlias = ClassicResult  # noqa: Y015
 
 @_typing.final
 class ReportResultResponse(_message.Message):
@@ -200,8 +287,18 @@ class GetStandingsResponse(_message.Message):
     TOTALS_FIELD_NUMBER: _builtins.int
     PLAYER_IDS_FIELD_NUMBER: _builtins.int
     SMAZZATE_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
+    ROWS_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    ENDED_FIELD_NUMBER: _builtins.int
     smazzate: _builtins.int
     """Smazzate played."""
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """The rules the table plays (unset: Machiavelox, a long match)."""
+    hands: _builtins.int
+    """A classic session: the hands stored."""
+    ended: _builtins.bool
+    """A classic session: it has ended (its winners are the rows marked `winner`)."""
     @_builtins.property
     def totals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Totals in seat order."""
@@ -210,20 +307,66 @@ class GetStandingsResponse(_message.Message):
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The players in seat order."""
 
+    @_builtins.property
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___StandingsRow]:
+        """A classic session: every player, best first (C11; the order of the last stored report)."""
+
     def __init__(
         self,
         *,
         totals: _abc.Iterable[_builtins.int] | None = ...,
         player_ids: _abc.Iterable[_builtins.str] | None = ...,
         smazzate: _builtins.int = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
+        rows: _abc.Iterable[Global___StandingsRow] | None = ...,
+        hands: _builtins.int = ...,
+        ended: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["player_ids", b"player_ids", "smazzate", b"smazzate", "totals", b"totals"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "hands", b"hands", "player_ids", b"player_ids", "rows", b"rows", "ruleset", b"ruleset", "smazzate", b"smazzate", "totals", b"totals"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetStandingsResponse: _TypeAlias = GetStandingsResponse  # noqa: Y015
+
+@_typing.final
+class StandingsRow(_message.Message):
+    """One player in a classic session's standings."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    ELIMINATED_FIELD_NUMBER: _builtins.int
+    WINNER_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """The player."""
+    seat: _common_pb2.Seat.ValueType
+    """Their seat."""
+    total: _builtins.int
+    """Their session total (penalty points: the lowest is the best, C11)."""
+    eliminated: _builtins.bool
+    """Out of an elimination session."""
+    winner: _builtins.bool
+    """Won the session (once it ended; several on a tie)."""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        seat: _common_pb2.Seat.ValueType = ...,
+        total: _builtins.int = ...,
+        eliminated: _builtins.bool = ...,
+        winner: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["eliminated", b"eliminated", "player_id", b"player_id", "seat", b"seat", "total", b"total", "winner", b"winner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StandingsRow: _TypeAlias = StandingsRow  # noqa: Y015
 
 @_typing.final
 class SubscribeResultsRequest(_message.Message):

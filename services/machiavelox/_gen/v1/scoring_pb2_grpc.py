@@ -65,21 +65,23 @@ class ScoringServiceServicer:
     """
 
     def ReportResult(self, request, context):
-        """A shard reports the result of a smazzata (idempotent by table and smazzata number).
+        """A shard reports the result of a smazzata (idempotent by table and smazzata number), or
+        of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetLeaderboard(self, request, context):
-        """The agorà's global leaderboard (competitive points only, M13.1).
+        """The agorà's global leaderboard (competitive points only, M13.1; no classic results).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetStandings(self, request, context):
-        """The private standings of a long match (M13.2).
+        """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
+        best first).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -37,11 +37,15 @@ class ScoringServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ScoringServiceAsyncStub: ...
     ReportResult: _grpc.UnaryUnaryMultiCallable[_scoring_pb2.ReportResultRequest, _scoring_pb2.ReportResultResponse]
-    """A shard reports the result of a smazzata (idempotent by table and smazzata number)."""
+    """A shard reports the result of a smazzata (idempotent by table and smazzata number), or
+    of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
+    """
     GetLeaderboard: _grpc.UnaryUnaryMultiCallable[_scoring_pb2.GetLeaderboardRequest, _scoring_pb2.GetLeaderboardResponse]
-    """The agorà's global leaderboard (competitive points only, M13.1)."""
+    """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
     GetStandings: _grpc.UnaryUnaryMultiCallable[_scoring_pb2.GetStandingsRequest, _scoring_pb2.GetStandingsResponse]
-    """The private standings of a long match (M13.2)."""
+    """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
+    best first).
+    """
     SubscribeResults: _grpc.UnaryStreamMultiCallable[_scoring_pb2.SubscribeResultsRequest, _scoring_pb2.SubscribeResultsResponse]
     """Every stored result from `from_offset` on, then new ones as they come: at-least-once,
     resumable from the offset of the last record the subscriber processed.
@@ -55,11 +59,15 @@ class ScoringServiceAsyncStub(ScoringServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     ReportResult: _aio.UnaryUnaryMultiCallable[_scoring_pb2.ReportResultRequest, _scoring_pb2.ReportResultResponse]  # type: ignore[assignment]
-    """A shard reports the result of a smazzata (idempotent by table and smazzata number)."""
+    """A shard reports the result of a smazzata (idempotent by table and smazzata number), or
+    of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
+    """
     GetLeaderboard: _aio.UnaryUnaryMultiCallable[_scoring_pb2.GetLeaderboardRequest, _scoring_pb2.GetLeaderboardResponse]  # type: ignore[assignment]
-    """The agorà's global leaderboard (competitive points only, M13.1)."""
+    """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
     GetStandings: _aio.UnaryUnaryMultiCallable[_scoring_pb2.GetStandingsRequest, _scoring_pb2.GetStandingsResponse]  # type: ignore[assignment]
-    """The private standings of a long match (M13.2)."""
+    """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
+    best first).
+    """
     SubscribeResults: _aio.UnaryStreamMultiCallable[_scoring_pb2.SubscribeResultsRequest, _scoring_pb2.SubscribeResultsResponse]  # type: ignore[assignment]
     """Every stored result from `from_offset` on, then new ones as they come: at-least-once,
     resumable from the offset of the last record the subscriber processed.
@@ -76,7 +84,9 @@ class ScoringServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _scoring_pb2.ReportResultRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_scoring_pb2.ReportResultResponse, _abc.Awaitable[_scoring_pb2.ReportResultResponse]]:
-        """A shard reports the result of a smazzata (idempotent by table and smazzata number)."""
+        """A shard reports the result of a smazzata (idempotent by table and smazzata number), or
+        of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
+        """
 
     @_abc_1.abstractmethod
     def GetLeaderboard(
@@ -84,7 +94,7 @@ class ScoringServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _scoring_pb2.GetLeaderboardRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_scoring_pb2.GetLeaderboardResponse, _abc.Awaitable[_scoring_pb2.GetLeaderboardResponse]]:
-        """The agorà's global leaderboard (competitive points only, M13.1)."""
+        """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
 
     @_abc_1.abstractmethod
     def GetStandings(
@@ -92,7 +102,9 @@ class ScoringServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _scoring_pb2.GetStandingsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_scoring_pb2.GetStandingsResponse, _abc.Awaitable[_scoring_pb2.GetStandingsResponse]]:
-        """The private standings of a long match (M13.2)."""
+        """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
+        best first).
+        """
 
     @_abc_1.abstractmethod
     def SubscribeResults(
