@@ -85,6 +85,8 @@ class TableHost:
         self.reporting = 0  # smazzate whose report has been sent (in flight or stored)
         self.closed = ""  # why the table's journal ended ("" while it is open)
         self._deals: deque[rules.Deal] | None = None  # while replaying: the journaled deals
+        # per ended smazzata: how much of the journal holds its end (0: replayed, durable)
+        self._result_ends: list[int] = []
         self.journal = journal if journal is not None else Recorder()
         self.journal.add(records.opened(self.players, kind, competitive, created_wall_ms,
                                         time_scale, first))
@@ -106,6 +108,7 @@ class TableHost:
                             if r.WhichOneof("kind") == "deal")
         for record in recs[1:]:
             host._replay(record)
+        host._note_results()  # (what the journal holds is stored)
         host._deals = None
         host.journal = journal if journal is not None else Recorder()
         host.journal.data[:] = data
@@ -209,6 +212,7 @@ class TableHost:
             if self.journal.recording and (self.match.now_ms != was or done.events):
                 self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
                                                       action_id, refused=True))
+            self._note_results()
             if action_id:
                 self.answers.remember(action.player, action_id,
                                       Answer(now, action, arrival, 0, done.error))
@@ -218,6 +222,7 @@ class TableHost:
         if self.journal.recording:  # (not while replaying: the record is already there)
             self.journal.add(records.action_input(arrival, now, action, self.seq, wire,
                                                   action_id))
+        self._note_results()
         done.events += recorded
         done.first_seq = recorded[0][0] if recorded else len(self.events)
         if action_id:
@@ -231,7 +236,15 @@ class TableHost:
         events = self._record(self.match.advance(now))
         if self.match.now_ms != was:
             self.journal.add(records.advanced(now, self.seq))
+        self._note_results()
         return events
+
+    def _note_results(self) -> None:
+        """After a step's journal record: the smazzate it ended are reportable once the
+        journal is stored that far (`smazzate_to_report`)."""
+        ended = sum(1 for table in self.match.smazzate if table.result is not None)
+        while len(self._result_ends) < ended:
+            self._result_ends.append(len(self.journal.data) if self.journal.recording else 0)
 
     def resume(self, wall_ms: int) -> list[tuple[int, rules.Event]]:
         """After a restart: the table's clock goes on from its last journaled instant, so the
@@ -331,9 +344,14 @@ class TableHost:
         return self.finished and self.reported >= len(self.match.smazzate)
 
     def smazzate_to_report(self) -> list[tuple[int, rules.SmazzataResult]]:
-        """Ended smazzate whose report has not been sent: (number from 1, result)."""
+        """Ended smazzate whose report has not been sent and whose end is stored in the
+        journal (a write in flight may hold it; a failed one undoes it): (number from 1,
+        result)."""
         out = []
         for number, table in enumerate(self.match.smazzate, 1):
-            if number > self.reporting and table.result is not None:
-                out.append((number, table.result))
+            if number <= self.reporting or table.result is None:
+                continue
+            if self.journal.recording and self._result_ends[number - 1] > self.journal.durable:
+                break  # (in order: the later ones are not stored either)
+            out.append((number, table.result))
         return out

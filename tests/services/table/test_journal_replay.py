@@ -123,3 +123,21 @@ def test_resume_pauses_the_clock_and_tells_every_seat() -> None:
     assert host.next_wall_deadline() == ORIGIN_MS + 603_000 + left_ms
     assert host.advance(ORIGIN_MS + 603_000 + left_ms - 1) == []
     _same(host, TableHost.restore("t-2", bytes(host.journal.data)))
+
+
+def test_a_result_is_reportable_only_once_its_end_is_stored() -> None:
+    """A smazzata's end is reported only once the journal write holding it is stored: a write
+    in flight may hold it, and one that fails undoes it (the result would be a phantom).
+    Two players abandon (M11.3): the smazzata ends."""
+    host = TableHost("t-3", PLAYERS, rules.MatchKind.SINGLE, True, ORIGIN_MS,
+                     rules.shuffled_deal(11))
+    host.journal.durable = len(host.journal.data)  # a write stored everything so far
+    host.apply("ann", rules.Abandon(rules.Seat.P1), ORIGIN_MS + 1_000)
+    host.apply("bob", rules.Abandon(rules.Seat.P2), ORIGIN_MS + 2_000)
+    assert host.finished
+    assert host.smazzate_to_report() == [], "its end is not stored yet"
+    host.journal.durable = len(host.journal.data)
+    [(number, result)] = host.smazzate_to_report()
+    assert number == 1 and result == host.match.smazzate[0].result
+    replayed = TableHost.restore("t-3", bytes(host.journal.data))
+    assert replayed.smazzate_to_report() == [(1, result)], "a replayed end is stored"
