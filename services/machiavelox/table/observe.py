@@ -30,8 +30,8 @@ from machiavelox.platform.telemetry import (
     traceparent,
 )
 
-from .host import Applied
 from .metrics import HELD, ShardMetrics
+from .sequencer import Applied
 
 
 @dataclass(slots=True)

@@ -19,8 +19,9 @@ from machiavelox._gen.v1 import classic_pb2, common_pb2, table_pb2
 
 from .answers import Answer
 from .classic_table import ClassicHost
-from .host import Applied, Decoded, TableHost
+from .host import TableHost
 from .records import JournalCorruptError, Recorder, iter_records
+from .sequencer import Applied, Decoded
 
 
 class Host(Protocol):
