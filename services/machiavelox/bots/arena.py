@@ -9,6 +9,7 @@ a bot bug), a *race* otherwise. Deals are seeded (`rules.shuffled_deal(seed)`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -72,8 +73,10 @@ class Outcome:
     solves: list[SolveStat] = field(default_factory=list)
 
 
-def play(seed: int, players: list[Player], deal: rules.Deal | None = None) -> Outcome:
-    """One smazzata to its end (or the caps), the players in seat order."""
+def play(seed: int, players: list[Player], deal: rules.Deal | None = None,
+         watch: Callable[[rules.Table], None] | None = None) -> Outcome:
+    """One smazzata to its end (or the caps), the players in seat order; `watch` sees the
+    table after every step (tests)."""
     table = rules.Table(deal if deal is not None else rules.shuffled_deal(seed))
     wake = [0, 0, 0]
     pending: list[tuple[rules.Action, int, tuple[int, int]] | None] = [None, None, None]
@@ -87,6 +90,8 @@ def play(seed: int, players: list[Player], deal: rules.Deal | None = None) -> Ou
         if now > MAX_SIM_MS:
             break
         table.advance(max(now, table.now_ms))
+        if watch is not None:
+            watch(table)
         if _ended(table):
             break
         bot = players[seat]
@@ -106,6 +111,8 @@ def play(seed: int, players: list[Player], deal: rules.Deal | None = None) -> Ou
                 bot.refused(action)
             else:
                 bot.accepted(action)
+            if watch is not None:
+                watch(table)
             continue
         decision = bot.decide(rules.view_for(table, rules.Seat(seat)))
         if decision is None:

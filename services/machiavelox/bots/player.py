@@ -4,9 +4,12 @@ A bot plays at a level: `basic` (today's bots: `strategy.next_action` on the wir
 action `interval_s` after each look) or `easy` / `medium` / `hard` (`mind.SolverBot` on the
 same view read back with `codec.view_from_pb`, at the level's human-like pace, `levels.py`).
 The brains are pure; this shell does the waiting (asyncio: the level's delay counted from when
-the view arrived; the solver runs in a worker thread, so the heartbeats go on), sends the
+the view was read; the solver runs in a worker thread, so the heartbeats go on), sends the
 action, and tells the brain what became of it: an ack, or a refusal, after which it plans
-again from a fresh view (a race lost to a faster player, M6.4, is a normal outcome, M5.0.1).
+again from the view as it is then (a race lost to a faster player, M6.4, is a normal outcome,
+M5.0.1). The view is the last snapshot's kept current by the events (`viewkeeper.py`); the
+shell asks for a snapshot (`Resync`, paced at the gateway) only when the keeper cannot apply
+an event (a gap, a chain, an ending, `interrupted`, ...).
 
 The levels' delays are table time: `time_scale` is the tables' rules clock speed
 (MACHIAVELOX_TABLE_TIME_SCALE; 1 in production), so a bot keeps its pace in table time.
@@ -24,6 +27,7 @@ import itertools
 import logging
 import time
 import zlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,10 +46,11 @@ from .levels import BASIC, LEVEL_NAMES, LEVELS, Level
 from .mind import SolverBot
 from .responses import unbatch
 from .strategy import Closing, next_action
+from .viewkeeper import ViewKeeper
 
 log = logging.getLogger(__name__)
 
-MIN_LOOK_S = 0.1  # a leveled bot looks again no sooner (Resync has its own pace at the gateway)
+MIN_LOOK_S = 0.1  # a leveled bot looks again no sooner
 # refusals by the gateway itself (docs/protocol.md): the action never reached the table
 GATEWAY_CODES = frozenset({"rate/limited", "table/unavailable", "table/journal"})
 CALATA_ENDS = frozenset({"confirmed", "failed", "void", "cancelled"})
@@ -62,6 +67,8 @@ class BotOutcome:
     level: str = BASIC
     races: int = 0  # refusals after the table moved under the decision (M6.4)
     predictable: list[str] = field(default_factory=list)  # refusals the view could predict
+    resyncs: int = 0  # snapshots asked for (the keeper could not apply an event)
+    events: int = 0
 
 
 # ---------------------------------------------------------------------------- what events add
@@ -107,7 +114,7 @@ class Step:
 class Brain(Protocol):
     level: str
 
-    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None: ...
+    def decide(self, view: rules.PlayerView) -> Step | None: ...
     def accepted(self, action: rules.Action) -> None: ...
     def refused(self, action: rules.Action) -> None: ...
     def idle_s(self) -> float: ...
@@ -121,8 +128,9 @@ class BasicBrain:
     level: str = BASIC
     closing: Closing = field(default_factory=Closing)
 
-    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None:
-        action = next_action(view, self.seat, can_close=self.closing.met)  # M8.2
+    def decide(self, view: rules.PlayerView) -> Step | None:
+        wire = codec.view_to_pb(view, "", view.phase, [s.status for s in view.seats])
+        action = next_action(wire, self.seat, can_close=self.closing.met)  # M8.2
         return None if action is None else Step(action, self.interval_s)
 
     def accepted(self, action: rules.Action) -> None:
@@ -143,8 +151,8 @@ class LeveledBrain:
         self.time_scale = time_scale
         self.bot = SolverBot(seat, level, seed=seed)
 
-    def decide(self, view: common_pb2.PlayerView, notes: TableNotes) -> Step | None:
-        decision = self.bot.decide(notes.view(view))
+    def decide(self, view: rules.PlayerView) -> Step | None:
+        decision = self.bot.decide(view)
         if decision is None:
             return None
         return Step(decision.action, decision.delay_ms / 1000 / self.time_scale)
@@ -186,6 +194,8 @@ class Bot:
         self.brain: Brain | None = None  # made once the seat is known
         self._ids = itertools.count(1)
         self.record = record  # every message received, when given (tests)
+        # tests: awaited after each decision, before its reaction delay (the action, the view)
+        self.on_decided: Callable[[rules.Action, rules.PlayerView], Awaitable[None]] | None = None
 
     async def run(self) -> BotOutcome:
         metadata = (("authorization", f"Bearer {await self._login()}"),)
@@ -213,13 +223,11 @@ class Bot:
     async def _play(self, metadata: Any, table_id: str, seat: rules.Seat,
                     brain: Brain) -> BotOutcome:
         requests: asyncio.Queue[gateway_pb2.PlayRequest] = asyncio.Queue()
+        inbox: asyncio.Queue[gateway_pb2.PlayResponse | None] = asyncio.Queue()
 
         async def gen() -> Any:
             while True:
                 yield await requests.get()
-
-        def resync() -> None:
-            requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
 
         call = self.gateway.Play(gen(), metadata=metadata)
         requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id,
@@ -230,70 +238,136 @@ class Bot:
                 await asyncio.sleep(1.0)
                 requests.put_nowait(gateway_pb2.PlayRequest(heartbeat=gateway_pb2.Heartbeat()))
 
+        async def read() -> None:
+            try:
+                async for message in call:
+                    inbox.put_nowait(message)
+            finally:
+                inbox.put_nowait(None)
+
         beating = asyncio.create_task(heartbeats())
+        reading = asyncio.create_task(read())
         out = BotOutcome(self.name, table_id, seat, None, 0, 0, level=brain.level)
-        notes = TableNotes()
-        pending: tuple[str, rules.Action, int] | None = None  # id, action, seq decided on
+        play = _Play(self, brain, out, requests)
         try:
-            async for message in call:
-                judge: tuple[rules.Action, str, int] | None = None  # a refusal of ours
-                for response in unbatch(message):
-                    if self.record is not None:
-                        self.record.append(response)
-                    kind = response.WhichOneof("kind")
-                    if kind == "snapshot":
-                        seen = time.monotonic()
-                        notes.seq = response.snapshot.seq
-                        view = response.snapshot.view
-                        if view.phase == common_pb2.PHASE_ENDED:
-                            out.result = view.result
-                            return out
-                        if pending is not None:
-                            continue
-                        step = await asyncio.to_thread(brain.decide, view, notes)
-                        if step is None:
-                            await asyncio.sleep(brain.idle_s())
-                            resync()
-                            continue
-                        await asyncio.sleep(max(0.0, step.delay_s - (time.monotonic() - seen)))
-                        action_id = f"{self.name}-{next(self._ids)}"
-                        pending = (action_id, step.action, notes.seq)
-                        out.actions += 1
-                        requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
-                            client_action_id=action_id, action=codec.action_to_pb(step.action))))
-                    elif kind == "refused" and not response.refused.client_action_id:
-                        # about the session: paced (rate/limited) or the table unreachable for
-                        # a while (table/unavailable): look again a little later; an action in
-                        # flight may never be answered (its shard died: docs/protocol.md,
-                        # "Outages"), the next snapshot says what became of it
-                        if response.refused.refusal.code == "table/unavailable":
-                            if pending is not None:
-                                brain.refused(pending[1])
-                            pending = None
-                        await asyncio.sleep(1.0)
-                        resync()
-                    elif kind in ("ack", "refused"):
-                        got = response.ack.client_action_id if kind == "ack" else \
-                            response.refused.client_action_id
-                        if pending is not None and got == pending[0]:
-                            if kind == "ack":
-                                brain.accepted(pending[1])
-                            else:
-                                out.refusals += 1
-                                brain.refused(pending[1])
-                                judge = (pending[1], response.refused.refusal.code, pending[2])
-                            pending = None
-                            resync()
-                    elif kind == "event":
-                        notes.event(response.event)
-                        if response.event.kind in ("ended", "match-ended", "interrupted"):
-                            resync()
-                if judge is not None:  # after the whole step: its events came after the outcome
-                    _judge(out, *judge, seq_now=notes.seq)
+            while True:
+                wait = play.wait_s()
+                try:
+                    message = await asyncio.wait_for(inbox.get(), wait)
+                except TimeoutError:
+                    message = None if reading.done() and inbox.empty() else _LOOK
+                if message is None:
+                    break
+                if message is not _LOOK and await play.take(message):
+                    return out
+                await play.look()
         finally:
             beating.cancel()
+            reading.cancel()
             call.cancel()
         return out
+
+
+_LOOK = gateway_pb2.PlayResponse()  # (no message: time to look again)
+
+
+class _Play:
+    """One bot's session at its table: the messages read, the view kept, the actions sent."""
+
+    def __init__(self, bot: Bot, brain: Brain, out: BotOutcome,
+                 requests: asyncio.Queue[gateway_pb2.PlayRequest]) -> None:
+        self.bot, self.brain, self.out, self.requests = bot, brain, out, requests
+        self.notes = TableNotes()
+        self.keeper = ViewKeeper()
+        self.pending: tuple[str, rules.Action, int] | None = None  # id, action, seq decided on
+        self.asked = True  # a snapshot is on its way (the Join's)
+        self.look_at: float | None = None  # when to decide next (None: after an answer)
+
+    def resync(self) -> None:
+        if not self.asked:
+            self.asked = True
+            self.out.resyncs += 1
+            self.requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+
+    async def take(self, message: gateway_pb2.PlayResponse) -> bool:
+        """One message (a step); True when the table ended."""
+        brain, out = self.brain, self.out
+        judge: tuple[rules.Action, str, int] | None = None  # a refusal of ours
+        for response in unbatch(message):
+            if self.bot.record is not None:
+                self.bot.record.append(response)
+            kind = response.WhichOneof("kind")
+            if kind == "snapshot":
+                self.asked = False
+                view = response.snapshot.view
+                if view.phase == common_pb2.PHASE_ENDED:
+                    out.result = view.result
+                    return True
+                self.notes.seq = response.snapshot.seq
+                self.keeper.reset(self.notes.view(view), response.snapshot.seq)
+                if not self.keeper.current:
+                    self.resync()  # (a snapshot the keeper cannot read: the next one)
+                if self.pending is None:
+                    self.look_at = time.monotonic()
+            elif kind == "refused" and not response.refused.client_action_id:
+                # about the session: paced (rate/limited) or the table unreachable for a
+                # while (table/unavailable): look again a little later; an action in flight
+                # may never be answered (its shard died: docs/protocol.md, "Outages"), the
+                # next snapshot says what became of it
+                if response.refused.refusal.code == "table/unavailable":
+                    if self.pending is not None:
+                        brain.refused(self.pending[1])
+                    self.pending = None
+                await asyncio.sleep(1.0)
+                self.asked = False
+                self.resync()
+            elif kind in ("ack", "refused"):
+                got = response.ack.client_action_id if kind == "ack" else \
+                    response.refused.client_action_id
+                if self.pending is not None and got == self.pending[0]:
+                    if kind == "ack":
+                        brain.accepted(self.pending[1])
+                    else:
+                        out.refusals += 1
+                        brain.refused(self.pending[1])
+                        judge = (self.pending[1], response.refused.refusal.code,
+                                 self.pending[2])
+                    self.pending = None
+                    self.look_at = time.monotonic()  # the table as it is now (M5.0.1)
+            elif kind == "event":
+                out.events += 1
+                self.notes.event(response.event)
+                if not self.keeper.apply(response.event):
+                    self.resync()  # a gap, a chain, an ending, `interrupted`: a snapshot
+        if judge is not None:  # after the whole step: its events came after the outcome
+            _judge(out, *judge, seq_now=self.notes.seq)
+        return False
+
+    def wait_s(self) -> float | None:
+        """How long to wait for a message before looking again (None: until one comes)."""
+        if self.pending is not None or self.look_at is None or not self.keeper.current:
+            return None  # an answer, or a snapshot, is on its way
+        return max(0.001, self.look_at - time.monotonic())
+
+    async def look(self) -> None:
+        """Decide on the kept view when it is time, then send after the reaction delay."""
+        if self.wait_s() is None or self.look_at is None or time.monotonic() < self.look_at:
+            return
+        view = self.keeper.view()
+        seen, decided_seq = time.monotonic(), self.notes.seq
+        step = await asyncio.to_thread(self.brain.decide, view)
+        if step is None:
+            self.look_at = time.monotonic() + self.brain.idle_s()
+            return
+        if self.bot.on_decided is not None:
+            await self.bot.on_decided(step.action, view)
+        await asyncio.sleep(max(0.0, step.delay_s - (time.monotonic() - seen)))
+        action_id = f"{self.bot.name}-{next(self.bot._ids)}"
+        self.pending = (action_id, step.action, decided_seq)
+        self.look_at = None
+        self.out.actions += 1
+        self.requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
+            client_action_id=action_id, action=codec.action_to_pb(step.action))))
 
 
 def _judge(out: BotOutcome, action: rules.Action, code: str, decided_seq: int,
