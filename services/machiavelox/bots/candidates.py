@@ -96,3 +96,28 @@ def is_candidate_shape(faces: tuple[Face, ...]) -> bool:
     """True when the (sorted) faces are a meld the solver could produce (a kept table meld
     of at most 10 cards with distinct faces: the only melds that can be extended in place)."""
     return len(faces) <= MAX_TARGET_RUN and len(set(faces)) == len(faces)
+
+
+class Shape:
+    """What the solver takes as a meld: the candidates, which table melds it may keep (and as
+    which faces), how many copies of a candidate may be laid. Machiavelox's (M3) here; the
+    classic planner's (`classic_candidates.ClassicShape`: aces, jokers, runs to 13) subclasses
+    it, so one integer program serves both games."""
+
+    def candidates(self, available: Mapping[Face, int],
+                   kept: Iterable[tuple[Face, ...]] = ()) -> list[Candidate]:
+        return candidates(available, kept)
+
+    def meld_faces(self, cards: tuple[Card, ...], meld: object) -> tuple[Face, ...]:
+        """The faces a table meld stands for (`meld`: the position's meld, for subclasses)."""
+        return faces_of(cards)
+
+    def is_shape(self, faces: tuple[Face, ...]) -> bool:
+        return is_candidate_shape(faces)
+
+    def upper(self, cand: Candidate, available: Mapping[Face, int]) -> int:
+        """The most copies of `cand` the table may hold afterwards."""
+        return min(available[f] for f in cand.faces)
+
+
+MACHIAVELOX = Shape()

@@ -30,13 +30,14 @@ import os
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import highspy
 import numpy as np
 
-from .candidates import Candidate, Face, candidates, face_of, faces_of, is_candidate_shape
-from .position import Position
+from .candidates import MACHIAVELOX, Candidate, Face, Shape, face_of
+from .position import Position, TableMeld
 
 W = 1000  # one pool card on the table outweighs every meld kept (at most 104 cards)
 DIRECT_BONUS = 2 * W  # a direct meld still owed (M8.2(2)) is worth two cards
@@ -99,6 +100,7 @@ class Solution:
     solve_ms: float = 0.0
     size: int = 0  # cards in the position (pool + touchable table)
     pool_size: int = 0
+    columns: tuple[float, ...] = ()  # every column's value, when an `Extension` asked for it
 
     @property
     def empties_pool(self) -> bool:
@@ -181,27 +183,59 @@ class _Model:
         return None, "none"
 
 
-def solve(position: Position, rules: Rules = Rules()) -> Solution:
-    """The best play for `position` under `rules` (see the module docstring)."""
+@dataclass
+class Built:
+    """The model as `solve` built it, handed to an `Extension` before the solve: it may add
+    rows and columns (and entries to existing columns) and complete the start."""
+    model: _Model
+    cands: list[Candidate]
+    x_cols: list[int]
+    face_row: dict[Face, int]
+    u_cols: dict[Face, int]
+    e_cols: list[tuple[int, int, int]]
+    kept: list[TableMeld]
+    start: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """A ruleset's additions to the program (classic Machiavelli's jokers and opening,
+    `classic_solver.py`): `pool_cards` / `table_cards` are cards the faces do not count (the
+    jokers), `add` adds their rows and columns. The solution then carries every column's
+    value (`Solution.columns`) for the extension to read."""
+    pool_cards: int
+    table_cards: int
+    add: Callable[[Built], None]
+
+
+def solve(position: Position, rules: Rules = Rules(), shape: Shape = MACHIAVELOX,
+          extension: Extension | None = None) -> Solution:
+    """The best play for `position` under `rules` (see the module docstring). `shape` and
+    `extension` are Machiavelox's by default (M3); classic Machiavelli passes its own."""
     started = time.perf_counter()
     pool = Counter(face_of(c) for c in position.pool)
     table = Counter(face_of(c) for m in position.melds for c in m.cards)
-    n_table = sum(table.values())
-    size = len(position.pool) + n_table
-    if not pool:
-        return Solution(0, status="none", size=size, pool_size=len(position.pool))
+    n_table = sum(table.values()) + (extension.table_cards if extension else 0)
+    pool_size = len(position.pool) + (extension.pool_cards if extension else 0)
+    size = pool_size + n_table
+    if not pool_size:
+        return Solution(0, status="none", size=size, pool_size=pool_size)
     avail = pool + table
     kept_regular = [m for m in position.melds
-                    if m.regular and is_candidate_shape(faces_of(m.cards))]
-    cands = candidates(avail, [faces_of(m.cards) for m in kept_regular])
+                    if m.regular and shape.is_shape(shape.meld_faces(m.cards, m))]
+    cands = shape.candidates(avail, [shape.meld_faces(m.cards, m) for m in kept_regular])
     need_direct = not rules.has_direct and not position.tiebreak
     model = _Model()
     face_row = {f: model.row(float(table[f]), float(table[f])) for f in avail}
+    for cand in cands:  # faces no card has (a joker would stand for them): classic only
+        for f in cand.faces:
+            if f not in face_row:
+                face_row[f] = model.row(0.0, 0.0)
     pool_row = ({f: model.row(-INF, float(pool[f])) for f in pool} if need_direct else {})
     # x[s]
     x_cols: list[int] = []
     for cand in cands:
-        upper = min(avail[f] for f in cand.faces)
+        upper = shape.upper(cand, avail)
         x_cols.append(model.var(0.0, float(upper), [(face_row[f], 1.0) for f in cand.faces]))
     # u[f]: pool cards of face f in the x melds
     total_row = None
@@ -245,7 +279,7 @@ def solve(position: Position, rules: Rules = Rules()) -> Solution:
     if rules.depth is not None:
         depth_row = model.row(float(len(kept_regular) - rules.depth), INF)
     for m in kept_regular:
-        mf = faces_of(m.cards)
+        mf = shape.meld_faces(m.cards, m)
         if mf not in index:
             continue
         one_row = model.row(-INF, 1.0)
@@ -264,21 +298,30 @@ def solve(position: Position, rules: Rules = Rules()) -> Solution:
     start: dict[int, float] = {}
     if len(kept_regular) == len(position.melds):  # the table as it is: nothing placed
         for mid, i, col in e_cols:
-            if cands[i].faces == faces_of(next(m for m in kept_regular if m.id == mid).cards):
+            kept = next(m for m in kept_regular if m.id == mid)
+            if cands[i].faces == shape.meld_faces(kept.cards, kept):
                 start[col] = 1.0
                 start[x_cols[i]] = start.get(x_cols[i], 0.0) + 1.0
+    if extension is not None:
+        extension.add(Built(model, cands, x_cols, face_row, u_cols, e_cols, kept_regular,
+                            start))
     # the limit bounds the whole decision: the model's construction counts against it
     left = rules.time_limit_s - (time.perf_counter() - started)
     values, status = model.solve(left, float(W - n_table - 1), start)
     ms = (time.perf_counter() - started) * 1000
     if values is None:
-        return Solution(0, status="none", solve_ms=ms, size=size, pool_size=len(position.pool))
-    return _read(position, cands, values, x_cols, u_cols, d_cols, e_cols, status, ms, size)
+        return Solution(0, status="none", solve_ms=ms, size=size, pool_size=pool_size)
+    solution = _read(position, cands, values, x_cols, u_cols, d_cols, e_cols, status, ms,
+                     size, shape)
+    if extension is None:
+        return solution
+    return replace(solution, columns=tuple(values), pool_size=pool_size)
 
 
 def _read(position: Position, cands: list[Candidate], values: list[float], x_cols: list[int],
           u_cols: dict[Face, int], d_cols: list[tuple[Candidate, int]],
-          e_cols: list[tuple[int, int, int]], status: str, ms: float, size: int) -> Solution:
+          e_cols: list[tuple[int, int, int]], status: str, ms: float, size: int,
+          shape: Shape) -> Solution:
     def val(col: int) -> int:
         return round(values[col])
 
@@ -290,7 +333,7 @@ def _read(position: Position, cands: list[Candidate], values: list[float], x_col
             kept.add(mid)
             copies[i] -= 1
             meld = next(m for m in position.melds if m.id == mid)
-            if cands[i].faces != faces_of(meld.cards):
+            if cands[i].faces != shape.meld_faces(meld.cards, meld):
                 targets.append(Target(cands[i].faces, cands[i].is_run, home=mid))
     for i, n in copies.items():
         targets += [Target(cands[i].faces, cands[i].is_run)] * n
