@@ -48,7 +48,8 @@ def demo(args: list[str]) -> int:
 # CPU-bound, so run on two workers (pytest-xdist) first; then every test that starts service
 # processes, one at a time (their timing wants a machine they do not share with each other).
 IN_PROCESS = ["tests/rules", "tests/classic", "tests/scenario", "tests/bots/test_bots_play.py",
-              "tests/bots/test_solver_oracle.py"]
+              "tests/bots/test_solver_oracle.py", "tests/bots/test_view_keeper.py",
+              "tests/bots/test_classic_bots.py"]
 
 
 def test(args: list[str]) -> int:

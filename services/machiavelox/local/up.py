@@ -105,7 +105,9 @@ def launch(base: int, data_dir: Path, logs: Path, time_scale: float,
         procs["gateway"] = start("gateway", "gateway", {
             **own("gateway"), "MACHIAVELOX_GATEWAY_PORT": str(ports["gateway"]),
             "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",  # a local cluster: Login for any name
-            # the bots take a fresh snapshot after each of their actions (bots/player.py)
+            # a local cluster's Resync pace is generous: the classic bots take a fresh
+            # snapshot after each action (bots/classic_player.py), the Machiavelox bots keep
+            # theirs from the events (bots/viewkeeper.py) and do well at the default pace
             "MACHIAVELOX_GATEWAY_RESYNC_RATE": "20", "MACHIAVELOX_GATEWAY_RESYNC_BURST": "40",
             "MACHIAVELOX_GATEWAY_SHARDS": shards,
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": f"127.0.0.1:{ports['matchmaking']}",
