@@ -9,7 +9,7 @@ from machiavelox import classic, classic_codec
 from machiavelox._gen.v1 import classic_pb2, journal_pb2
 from machiavelox.classic import ClassicDeal, Seat, Variants
 
-from .records import JournalCorruptError
+from .records import JournalCorruptError, input_record
 
 
 def _cards(cards: tuple[classic.ClassicCard, ...]) -> journal_pb2.CardList:
@@ -72,16 +72,8 @@ def action_input(arrival: int, at_ms: int, action: classic.ClassicAction, seq: i
                  wire: classic_pb2.ClassicAction | None = None, action_id: str = "",
                  refused: bool = False) -> journal_pb2.JournalRecord:
     """As `records.action_input`, for a classic action or presence change."""
-    record = journal_pb2.JournalRecord()
-    entry = record.input
-    entry.arrival = arrival
-    entry.at_ms = at_ms
-    entry.seq = seq
-    if refused:
-        entry.refused = True
-    if action_id:
-        entry.client_action_id = action_id
-    entry.seat = classic_codec.seat_to_pb(action.player)
+    record, entry = input_record(arrival, at_ms, seq, classic_codec.seat_to_pb(action.player),
+                                 action_id, refused)
     if isinstance(action, classic.Liveness):
         entry.liveness.alive = action.alive
         if action.unknown:

@@ -151,12 +151,12 @@ def next_deal(deal: rules.Deal) -> journal_pb2.JournalRecord:
     return journal_pb2.JournalRecord(deal=deal_to_record(deal))
 
 
-def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
-                 wire: common_pb2.Action | None = None, action_id: str = "",
-                 refused: bool = False) -> journal_pb2.JournalRecord:
-    """An input after which the table's last event is `seq`: accepted, or `refused` while
-    the table's clock moved. `wire`: the action as it came (saves encoding it again);
-    `action_id`: the app's idempotency key (answers.py)."""
+def input_record(arrival: int, at_ms: int, seq: int, seat: common_pb2.Seat.ValueType,
+                 action_id: str, refused: bool
+                 ) -> tuple[journal_pb2.JournalRecord, journal_pb2.InputRecord]:
+    """An input record of either ruleset but for what was input (filled in by the caller):
+    its arrival, table time, the last event's seq after it, the seat, the app's idempotency
+    key, and whether it was refused."""
     record = journal_pb2.JournalRecord()
     entry = record.input
     entry.arrival = arrival
@@ -166,7 +166,18 @@ def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
         entry.refused = True
     if action_id:
         entry.client_action_id = action_id
-    entry.seat = codec.seat_to_pb(action.player)
+    entry.seat = seat
+    return record, entry
+
+
+def action_input(arrival: int, at_ms: int, action: rules.Action, seq: int,
+                 wire: common_pb2.Action | None = None, action_id: str = "",
+                 refused: bool = False) -> journal_pb2.JournalRecord:
+    """An input after which the table's last event is `seq`: accepted, or `refused` while
+    the table's clock moved. `wire`: the action as it came (saves encoding it again);
+    `action_id`: the app's idempotency key (answers.py)."""
+    record, entry = input_record(arrival, at_ms, seq, codec.seat_to_pb(action.player),
+                                 action_id, refused)
     if isinstance(action, rules.Liveness):
         entry.liveness.alive = action.alive
         if action.unknown:
