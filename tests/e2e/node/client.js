@@ -4,14 +4,19 @@
 // (docs/protocol.md, "Outages"): an in-band `table/unavailable` (no action id) is not an
 // error, the session stays open and resumes by itself; the first event after the outage is
 // `interrupted`; then it draws again. A `table/journal` refusal means "try again shortly".
+// With "classic", the 4th argument is a friendly classic table's invite code: it joins the
+// table by code through the gateway's agorà (JoinFriendlyTable, to the Assignment), receives
+// its `classicSnapshot` (its own hand only), draws on its turn (`classicAction: {draw: {}}`,
+// docs/protocol.md, "Playing a classic table through the gateway") and sees the events.
 // Usage: node client.js GATEWAY_ADDRESS PROTO_DIR PLAYER TABLE_ID [ride-out]
+//        node client.js GATEWAY_ADDRESS PROTO_DIR PLAYER INVITE_CODE classic
 "use strict";
 const grpc = require("@grpc/grpc-js");
 const loader = require("@grpc/proto-loader");
 
 const [address, protoDir, player, tableId, mode] = process.argv.slice(2);
 const rideOut = mode === "ride-out";
-const def = loader.loadSync("machiavelox/v1/gateway.proto", {
+const def = loader.loadSync(["machiavelox/v1/gateway.proto", "machiavelox/v1/matchmaking.proto"], {
   includeDirs: [protoDir], keepCase: false, longs: Number, enums: String, defaults: true,
   oneofs: true,
 });
@@ -19,9 +24,11 @@ const v1 = grpc.loadPackageDefinition(def).machiavelox.v1;
 const gateway = new v1.GatewayService(address, grpc.credentials.createInsecure());
 
 function fail(why) { console.error("FAIL " + why); process.exit(1); }
-setTimeout(() => fail("timed out"), rideOut ? 90000 : 15000);
+setTimeout(() => fail("timed out"), rideOut ? 90000 : mode === "classic" ? 30000 : 15000);
 
-gateway.login({ player }, (err, reply) => {
+if (mode === "classic") {
+  require("./classic").play(grpc, v1, address, player, tableId, fail);
+} else gateway.login({ player }, (err, reply) => {
   if (err) fail("login: " + err.message);
   const md = new grpc.Metadata();
   md.set("authorization", "Bearer " + reply.token);
