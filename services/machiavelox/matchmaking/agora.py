@@ -9,7 +9,9 @@ matching task finds groups every tick (`queue.find_groups`), the store takes eac
 queue as a placement (atomically: a ticket another replica matched meanwhile makes the group
 void), and `placing.Placer` creates its table on the least-loaded shard. Competitive tables are
 always single matches. An Enqueue that names a ticket re-attaches to it (its stream broke): on
-any replica when the store is shared.
+any replica when the store is shared. Ranked classic (issue 16): `enqueue(classic=True)` queues
+in a queue of its own, matched in fours by the classic rating, each group a competitive
+classic table with the ranked variants (`ranked.py`).
 
 Friendly (M13.1, M13.2): CreateFriendlyTable returns a 10-character invite code (`codes.py`);
 everyone who wants to sit, the creator included, opens JoinFriendlyTable with it. The first
@@ -37,7 +39,6 @@ seats, with the shards' CreateTable calls as its children.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import random
 import secrets
@@ -57,19 +58,34 @@ from .codes import code_ref, new_code, normalize
 from .limits import DEFAULT_RATES, AgoraLimits, AgoraRates, Call, Limited
 from .memory_store import MemoryStore
 from .metrics import COMPETITIVE, FRIENDLY, MatchmakingMetrics
+from .outcomes import (
+    _ENDS,
+    Assigned,
+    End,
+    Expired,
+    MatchResult,
+    Replaced,
+    Stopping,
+    Update,
+    Waiting,
+)
 from .placing import Done, Failed, Pending, Placer, Shards, random_suffix
 from .queue import (
+    GROUP,
     LOBBY_TTL_MS,
     MACHIAVELOX,
     TableRules,
     Ticket,
     UnknownCode,
-    WaitError,
     find_groups,
     window,
 )
+from .ranked import RANKED_CLASSIC, RANKED_SEATS
 from .ratings import Ratings
 from .store import AgoraStore, Group, Placement, Seated, StoreUnavailableError
+
+__all__ = ["Agora", "Assigned", "End", "Expired", "MatchResult", "Replaced", "Stopping",
+           "Update", "Waiting", "Watch", "new_ticket_id"]
 
 log = logging.getLogger(__name__)
 
@@ -81,68 +97,6 @@ ROUNDS = 4  # placement rounds in flight at once (`Agora.run`)
 
 def new_ticket_id() -> str:
     return secrets.token_urlsafe(12)
-
-
-class Stopping(WaitError):
-    """Matchmaking is shutting down (UNAVAILABLE `matchmaking/stopping` on the wire)."""
-
-    def __init__(self, message: str = "matchmaking is shutting down") -> None:
-        super().__init__("matchmaking/stopping", message)
-
-
-class Expired(WaitError):
-    """The friendly lobby outlived its TTL (NOT_FOUND `friendly/expired`)."""
-
-    def __init__(self) -> None:
-        super().__init__("friendly/expired", "the friendly table was not filled in time; "
-                                             "create a new one")
-
-
-class Replaced(WaitError):
-    """A newer stream follows the ticket (FAILED_PRECONDITION `ticket/replaced`)."""
-
-    def __init__(self) -> None:
-        super().__init__("ticket/replaced", "a newer stream took over this ticket")
-
-
-# ---------------------------------------------------------------------------------- updates
-@dataclass(frozen=True)
-class Waiting:
-    ticket_id: str
-    waited_s: int
-    window: float
-
-
-@dataclass(frozen=True)
-class Assigned:
-    ticket_id: str
-    table_id: str
-    shard_id: str
-    players: tuple[str, ...]
-
-
-Update = Waiting | Assigned
-
-
-@dataclass(frozen=True)
-class MatchResult:
-    """One stored smazzata result, as the agorà uses it."""
-
-    table_id: str
-    players: tuple[str, ...]
-    scores: tuple[int, ...]
-    competitive: bool
-    match_ended: bool
-
-
-class End(enum.Enum):
-    CANCELLED = "cancelled"  # the ticket was cancelled: the stream ends normally
-    STOPPING = "stopping"  # matchmaking is shutting down: the stream ends with UNAVAILABLE
-    EXPIRED = "expired"  # the lobby outlived its TTL: NOT_FOUND friendly/expired
-    REPLACED = "replaced"  # a newer stream of the ticket: FAILED_PRECONDITION
-
-
-_ENDS = {end.value: end for end in End}
 
 
 @dataclass(eq=False)
@@ -187,10 +141,15 @@ class Agora:
                  lobby_ttl_s: float = LOBBY_TTL_MS / 1000,
                  store: AgoraStore | None = None,
                  new_placement_id: Callable[[], str] = random_suffix,
-                 replica: str = "", retry_s: float = 2.0) -> None:
+                 replica: str = "", retry_s: float = 2.0,
+                 classic_ratings: Ratings | None = None,
+                 ranked: TableRules = RANKED_CLASSIC) -> None:
         """`replica`: this process's id in the store (a random one by default); `retry_s`:
-        how often a placement whose cancellation was unsure is asked about again."""
+        how often a placement whose cancellation was unsure is asked about again;
+        `classic_ratings` and `ranked`: the ranked classic queue's ratings and table."""
         self.ratings = ratings
+        self.classic_ratings = classic_ratings if classic_ratings is not None else Ratings()
+        self.ranked = ranked
         self.metrics = metrics
         self.telemetry = telemetry
         self.clock = clock
@@ -330,9 +289,10 @@ class Agora:
                               self.clock())
 
     # ------------------------------------------------------------------ competitive
-    async def enqueue(self, player: str, ticket_id: str = ""
+    async def enqueue(self, player: str, ticket_id: str = "", classic: bool = False
                       ) -> AsyncGenerator[Update, None]:
-        """Queue the player (a new ticket), or re-attach to their ticket `ticket_id`."""
+        """Queue the player (a new ticket; `classic`: in the ranked classic queue), or
+        re-attach to their ticket `ticket_id`."""
         self._check_open()
         self._admit("enqueue", player)
         watch_id = secrets.token_hex(8)
@@ -345,7 +305,8 @@ class Agora:
             log.info("re-attached to the ticket (%s)", state.status,
                      extra={"player": player, "ticket_id": ticket_id})
         else:
-            ticket = Ticket(self.new_id(), player, self.ratings.ordinal(player), self.clock())
+            rated = self.classic_ratings if classic else self.ratings
+            ticket = Ticket(self.new_id(), player, rated.ordinal(player), self.clock(), classic)
             await self.store.add_ticket(ticket, watch_id)
             log.info("queued (ordinal %.2f)", ticket.ordinal,
                      extra={"player": player, "ticket_id": ticket.ticket_id})
@@ -453,12 +414,9 @@ class Agora:
             for lobby, watches in await self.store.expire_lobbies(now):
                 self._lobby_expired(lobby.code, lobby.creator,
                                     f"{len(lobby.players)}/{lobby.rules.seats}", watches)
-            groups = []
-            for found in find_groups(await self.store.waiting(), now, self.base_window,
-                                     self.widen_per_s):
-                seats = [t.player for t in found]
-                self.shuffle(seats)
-                groups.append(Group(self.new_placement_id(), found, tuple(seats)))
+            groups = [*self._groups(await self.store.waiting(), now, GROUP, MACHIAVELOX),
+                      *self._groups(await self.store.waiting(classic=True), now,
+                                    RANKED_SEATS, self.ranked)]
             placements = await self.store.form(groups, self.replica, now) if groups else []
             placements += await self.store.claim_lobbies(self.new_placement_id, self.replica,
                                                          now)
@@ -476,6 +434,16 @@ class Agora:
         for placement in resolve:
             self._parked.pop(placement.placement_id, None)
         return placements, resolve
+
+    def _groups(self, waiting: list[Ticket], now: int, size: int, table: TableRules
+                ) -> list[Group]:
+        """The groups of one queue that fit now, each with its seats shuffled."""
+        groups = []
+        for found in find_groups(waiting, now, self.base_window, self.widen_per_s, size=size):
+            seats = [t.player for t in found]
+            self.shuffle(seats)
+            groups.append(Group(self.new_placement_id(), found, tuple(seats), table))
+        return groups
 
     async def _place(self, placements: Sequence[Placement],
                      resolve: Sequence[Placement]) -> None:
@@ -581,11 +549,13 @@ class Agora:
         """One stored smazzata result: rate competitive ones, free the players of ended
         matches."""
         extra = {"table_id": result.table_id}
-        if result.competitive:
-            try:
+        try:
+            if result.ranks:  # a ranked classic session ended
+                self.classic_ratings.record_ranks(result.players, result.ranks)
+            elif result.competitive:
                 self.ratings.record(list(result.players), list(result.scores))
-            except ValueError as err:
-                log.warning("result not rated: %s", err, extra=extra)
+        except ValueError as err:
+            log.warning("result not rated: %s", err, extra=extra)
         if result.match_ended:
             freed = await self.end_table(result.table_id)
             if freed:

@@ -64,7 +64,7 @@ async def serve(settings: MatchmakingSettings) -> None:
     store, clock = await build_store(settings)
     agora = Agora(Ratings(), placement, clock, settings.window, settings.widen_per_s,
                   metrics=metrics, telemetry=obs.telemetry, rates=settings.rates,
-                  store=store)
+                  store=store, classic_ratings=Ratings(), ranked=settings.ranked)
     metrics.track_waiting(agora.queued, agora.seats_waiting)
     metrics.track_unresolved(agora.unresolved)
     verifier = build_verifier(settings.identity)

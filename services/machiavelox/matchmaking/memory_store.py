@@ -61,6 +61,7 @@ class MemoryStore:
         self.lease_ms = lease_ms
         self.roster = Roster()
         self.queue = MatchQueue(self.roster, 0.0, 0.0)  # (windows: the agorà's)
+        self.classic_queue = MatchQueue(self.roster, 0.0, 0.0)  # ranked classic (issue 16)
         self.lobbies = FriendlyLobbies(self.roster, make_code, lobby_ttl_ms)
         self.placements: dict[str, Placement] = {}
         self._tickets: dict[str, _TicketRecord] = {}
@@ -74,12 +75,15 @@ class MemoryStore:
     def _attached(self, watch: str, now_ms: int) -> bool:
         return bool(watch) and self._alive.get(watch, -1) >= now_ms
 
+    def _queue(self, ticket: Ticket) -> MatchQueue:
+        return self.classic_queue if ticket.classic else self.queue
+
     def _lease(self, placement_id: str, owner: str, now_ms: int) -> None:
         self._leases[placement_id] = (owner, now_ms + self.lease_ms)
 
     # ------------------------------------------------------------------ competitive
     async def add_ticket(self, ticket: Ticket, watch_id: str) -> None:
-        self.queue.add(ticket)
+        self._queue(ticket).add(ticket)
         self._tickets[ticket.ticket_id] = _TicketRecord(ticket, watch_id)
         self._alive[watch_id] = ticket.enqueued_ms + self.attach_ms
 
@@ -103,7 +107,7 @@ class MemoryStore:
         record.watch = ""
         if record.status == "waiting":
             del self._tickets[ticket_id]
-            return self.queue.remove(ticket_id)
+            return self._queue(record.ticket).remove(ticket_id)
         return None
 
     async def cancel(self, ticket_id: str, player: str) -> Cancelled | None:
@@ -125,23 +129,24 @@ class MemoryStore:
         if record.status != "waiting":
             return None  # already matched: the assignment is on its way
         del self._tickets[ticket_id]
-        self.queue.remove(ticket_id)
+        self._queue(record.ticket).remove(ticket_id)
         self._alive.pop(record.watch, None)
         return Cancelled((record.watch,) if record.watch else (), "queue")
 
-    async def waiting(self) -> list[Ticket]:
-        return self.queue.waiting()
+    async def waiting(self, classic: bool = False) -> list[Ticket]:
+        return (self.classic_queue if classic else self.queue).waiting()
 
     async def form(self, groups: Sequence[Group], owner: str, now_ms: int
                    ) -> list[Placement]:
         out = []
         for group in groups:
-            if not self.queue.take(group.tickets):
+            if not group.tickets or not self._queue(group.tickets[0]).take(group.tickets):
                 continue
             for ticket in group.tickets:
                 self._tickets[ticket.ticket_id].status = "placing"
             placement = Placement(group.placement_id, group.seats, MatchKind.SINGLE, True,
-                                  tickets=tuple(t.ticket_id for t in group.tickets))
+                                  tickets=tuple(t.ticket_id for t in group.tickets),
+                                  rules=group.rules)
             self.placements[placement.placement_id] = placement
             self._lease(placement.placement_id, owner, now_ms)
             out.append(placement)
@@ -267,7 +272,8 @@ class MemoryStore:
                 self._alive.pop(record.watch, None)
         for player in placement.players:
             self.roster.free(player)
-        self.queue.requeue(tuple(r.ticket for r in alive))
+        for record in alive:
+            self._queue(record.ticket).requeue((record.ticket,))
         for record in alive:
             record.status = "waiting"
         kept = {r.ticket.player for r in alive}
@@ -313,11 +319,11 @@ class MemoryStore:
 
     async def sweep(self, now_ms: int) -> int:
         gone = 0
-        for ticket in self.queue.waiting():
+        for ticket in [*self.queue.waiting(), *self.classic_queue.waiting()]:
             record = self._tickets[ticket.ticket_id]
             if not self._attached(record.watch, now_ms):
                 del self._tickets[ticket.ticket_id]
-                self.queue.remove(ticket.ticket_id)
+                self._queue(ticket).remove(ticket.ticket_id)
                 self._alive.pop(record.watch, None)
                 gone += 1
         for (code, player), watch in list(self._members.items()):
@@ -343,7 +349,8 @@ class MemoryStore:
                         {t: self.roster.players_at(t) for t in self.roster.table_ids()},
                         {p: spot for p in list(self.roster._where)
                          if (spot := self.roster.where(p)) is not None},
-                        tuple(t.ticket_id for t in self.queue.waiting()))
+                        tuple(t.ticket_id for t in [*self.queue.waiting(),
+                                                    *self.classic_queue.waiting()]))
 
     async def close(self) -> None:
         return

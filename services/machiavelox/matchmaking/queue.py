@@ -3,10 +3,12 @@
 - `Roster`: where each player is: in the competitive queue, in a friendly lobby, or seated at a
   table (or being seated). A player is in at most one place: a second ticket is refused with
   `ticket/duplicate`, queueing while seated at an unfinished table with `ticket/seated`.
-- `MatchQueue`: competitive tickets, matched in groups of three by skill. A ticket's window is
-  `base + widen_per_s * waited seconds` ordinal points around its own ordinal; a group is made
-  only if every member has the two others inside its window. The longest-waiting ticket is
-  served first, and its partners are the longest-waiting tickets that fit.
+- `MatchQueue`: competitive tickets, matched in groups of three by skill (the ranked classic
+  queue, issue 16: a second `MatchQueue` of `Ticket.classic` tickets, matched in fours). A
+  ticket's window is `base + widen_per_s * waited seconds` ordinal points around its own
+  ordinal; a group is made only if every member has the others inside its window. The
+  longest-waiting ticket is served first, and its partners are the longest-waiting tickets
+  that fit.
 - `FriendlyLobbies`: private tables by invite code: the first players to join sit (three at a
   Machiavelox table, the variants' 2..6 at a classic one: `TableRules`). A player has at most
   one open lobby (not yet placed at a table): creating another of the same kind and rules
@@ -158,6 +160,7 @@ class Ticket:
     player: str
     ordinal: float
     enqueued_ms: int
+    classic: bool = False  # in the ranked classic queue (issue 16), not the Machiavelox one
 
 
 class MatchQueue:
@@ -199,7 +202,7 @@ class MatchQueue:
             self.roster.free(ticket.player)
             self.add(ticket)
 
-    def match(self, now_ms: int) -> list[tuple[Ticket, Ticket, Ticket]]:
+    def match(self, now_ms: int) -> list[tuple[Ticket, ...]]:
         """Groups of three that fit each other's windows now, longest-waiting first
         (`find_groups`).
 
@@ -234,11 +237,12 @@ def window(base_window: float, widen_per_s: float, enqueued_ms: int, now_ms: int
 
 
 def find_groups(tickets: list[Ticket], now_ms: int, base_window: float, widen_per_s: float,
-                scan: int = PARTNER_SCAN) -> list[tuple[Ticket, Ticket, Ticket]]:
-    """Groups of three that fit each other's windows now, longest-waiting first: each anchor
-    (in waiting order; `tickets` in the order they were queued breaks ties) takes the first
-    pair, among its first `scan` compatible tickets in waiting order, that fits it and each
-    other. Pure: nothing is taken out (the store does that, atomically).
+                scan: int = PARTNER_SCAN, size: int = GROUP) -> list[tuple[Ticket, ...]]:
+    """Groups of `size` (three; four for ranked classic) that fit each other's windows now,
+    longest-waiting first: each anchor (in waiting order; `tickets` in the order they were
+    queued breaks ties) takes the first `size - 1` partners, among its first `scan`
+    compatible tickets in waiting order (in the order of `itertools.combinations`), that fit
+    it and each other. Pure: nothing is taken out (the store does that, atomically).
 
     Grouped tickets are skipped in O(1) amortised (`_Pool`), and an anchor's compatible
     tickets are found as its pairs are tried, so a round over n compatible tickets costs about
@@ -246,11 +250,11 @@ def find_groups(tickets: list[Ticket], now_ms: int, base_window: float, widen_pe
     """
     pool = _Pool(sorted(tickets, key=lambda t: t.enqueued_ms), now_ms, base_window,
                  widen_per_s)  # (sorted is stable)
-    groups: list[tuple[Ticket, Ticket, Ticket]] = []
+    groups: list[tuple[Ticket, ...]] = []
     for anchor in range(len(pool.order)):
         if pool.ungrouped(anchor) != anchor:
             continue
-        found = pool.pair(anchor, scan)
+        found = pool.partners(anchor, scan, size - 1)
         if found is not None:
             groups.append(pool.group(anchor, *found))
     return groups
@@ -279,10 +283,10 @@ class _Pool:
     def fits(self, a: int, b: int) -> bool:
         return abs(self.ordinals[a] - self.ordinals[b]) <= min(self.windows[a], self.windows[b])
 
-    def pair(self, anchor: int, scan: int) -> tuple[int, int] | None:
-        """The first pair, in the order of `itertools.combinations` over the anchor's first
-        `scan` compatible tickets, that fits together; its compatible tickets are looked for
-        only as far as the pairs tried need them."""
+    def partners(self, anchor: int, scan: int, need: int) -> tuple[int, ...] | None:
+        """The first `need` partners, in the order of `itertools.combinations` over the
+        anchor's first `scan` compatible tickets, that fit each other; its compatible tickets
+        are looked for only as far as the combinations tried need them."""
         candidates: list[int] = []
         cursor = self.ungrouped(0)
         end = len(self.order)
@@ -295,20 +299,24 @@ class _Pool:
                 cursor = self.ungrouped(cursor + 1)
             return candidates[k] if k < len(candidates) else None
 
-        first = 0
-        while (a := candidate(first)) is not None:
-            second = first + 1
-            while (b := candidate(second)) is not None:
-                if self.fits(a, b):
-                    return a, b
-                second += 1
-            first += 1
-        return None
+        def extend(chosen: tuple[int, ...], start: int) -> tuple[int, ...] | None:
+            if len(chosen) == need:
+                return chosen
+            k = start
+            while (c := candidate(k)) is not None:
+                if all(self.fits(c, other) for other in chosen):
+                    found = extend((*chosen, c), k + 1)
+                    if found is not None:
+                        return found
+                k += 1
+            return None
 
-    def group(self, anchor: int, a: int, b: int) -> tuple[Ticket, Ticket, Ticket]:
-        for i in (anchor, a, b):
+        return extend((), 0)
+
+    def group(self, anchor: int, *partners: int) -> tuple[Ticket, ...]:
+        for i in (anchor, *partners):
             self.parent[i] = i + 1
-        return self.order[anchor], self.order[a], self.order[b]
+        return tuple(self.order[i] for i in (anchor, *partners))
 
 
 # ---------------------------------------------------------------------------------- friendly

@@ -25,12 +25,17 @@ local function forget_watch(watch)
     redis.call('DEL', k('w', watch))
   end
 end
+local function queue_of(tid)
+  -- the queue a ticket waits in: `q` (Machiavelox) or `qc` (ranked classic, issue 16)
+  return redis.call('HGET', k('t', tid), 'queue') or 'q'
+end
 local function remove_waiting(tid)
-  -- a waiting ticket leaves the queue: its player is free
+  -- a waiting ticket leaves its queue: its player is free
   local player = redis.call('HGET', k('t', tid), 'player')
+  local queue = queue_of(tid)
   forget_watch(redis.call('HGET', k('t', tid), 'watch'))
   redis.call('DEL', k('t', tid))
-  redis.call('HDEL', k('q'), tid)
+  redis.call('HDEL', k(queue), tid)
   if player and redis.call('GET', k('p', player)) == 'q ' .. tid then
     redis.call('DEL', k('p', player))
   end
@@ -86,7 +91,7 @@ local function many(one)
 end
 """
 
-# Item: ticket, player, ordinal, at, watch, attached until
+# Item: ticket, player, ordinal, at, watch, attached until, queue (`q` or `qc`)
 ADD_TICKET = PRELUDE + MANY + r"""
 local function one(...)
   local A = {...}
@@ -95,8 +100,8 @@ local function one(...)
   local seq = redis.call('INCR', k('seq'))
   redis.call('SET', k('p', A[2]), 'q ' .. A[1])
   redis.call('HSET', k('t', A[1]), 'player', A[2], 'ordinal', A[3], 'at', A[4],
-             'seq', seq, 'watch', A[5], 'status', 'waiting')
-  redis.call('HSET', k('q'), A[1], cjson.encode({A[2], A[3], A[4], seq}))
+             'seq', seq, 'watch', A[5], 'status', 'waiting', 'queue', A[7])
+  redis.call('HSET', k(A[7]), A[1], cjson.encode({A[2], A[3], A[4], seq}))
   redis.call('ZADD', k('alive'), A[6], A[5])
   redis.call('SET', k('w', A[5]), cjson.encode({'q', A[1]}))
   return ({'ok'})
@@ -133,7 +138,7 @@ local function one(...)
   if redis.call('HGET', t, 'watch') ~= A[2] then return ({}) end
   redis.call('HSET', t, 'watch', '')
   if redis.call('HGET', t, 'status') ~= 'waiting' then return ({}) end
-  local h = redis.call('HMGET', t, 'player', 'ordinal', 'at')
+  local h = redis.call('HMGET', t, 'player', 'ordinal', 'at', 'queue')
   remove_waiting(A[1])
   return (h)
 end
@@ -163,22 +168,27 @@ publish(watch, 'cancelled')
 return cjson.encode({'queue', watch or ''})
 """
 
-# ARGV: P, owner, lease until, then per group: placement, 3 tickets, 3 seats
+# ARGV: P, owner, lease until, then per group: placement, its queue (`q` or `qc`), its size n,
+# n tickets, n seats, its seats and classic rules ("": Machiavelox)
 FORM = PRELUDE + r"""
 local formed = {}
 local i = 4
 while i <= #ARGV do
-  local pid = ARGV[i]
-  local tickets = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
-  local seats = {ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]}
-  i = i + 7
+  local pid, queue, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local tickets, seats = {}, {}
+  for j = 1, n do
+    tickets[j] = ARGV[i + 2 + j]
+    seats[j] = ARGV[i + 2 + n + j]
+  end
+  local rules_seats, classic = ARGV[i + 3 + 2 * n], ARGV[i + 4 + 2 * n]
+  i = i + 5 + 2 * n
   local waiting = true
   for _, tid in ipairs(tickets) do
-    if redis.call('HEXISTS', k('q'), tid) == 0 then waiting = false end
+    if redis.call('HEXISTS', k(queue), tid) == 0 then waiting = false end
   end
   if waiting then
     for _, tid in ipairs(tickets) do
-      redis.call('HDEL', k('q'), tid)
+      redis.call('HDEL', k(queue), tid)
       redis.call('HSET', k('t', tid), 'status', 'placing', 'placement', pid)
       local player = redis.call('HGET', k('t', tid), 'player')
       redis.call('SET', k('p', player), 't ')
@@ -186,7 +196,7 @@ while i <= #ARGV do
     redis.call('HSET', k('pl', pid), 'owner', ARGV[2], 'placement', cjson.encode({
       placement_id = pid, players = seats, kind = 'single', competitive = true,
       tickets = tickets, code = '', state = 'new', shard_id = '', table_id = '',
-      refused = {}}))
+      refused = {}, seats = tonumber(rules_seats), classic = classic}))
     redis.call('ZADD', k('leases'), ARGV[3], pid)
     table.insert(formed, pid)
   end
@@ -423,7 +433,8 @@ local function one(...)
         local h = redis.call('HMGET', t, 'player', 'ordinal', 'at', 'seq', 'watch')
         if attached(h[5], now) then
           redis.call('HSET', t, 'status', 'waiting', 'placement', '')
-          redis.call('HSET', k('q'), tid, cjson.encode({h[1], h[2], h[3], tonumber(h[4])}))
+          redis.call('HSET', k(queue_of(tid)), tid,
+                     cjson.encode({h[1], h[2], h[3], tonumber(h[4])}))
           redis.call('SET', k('p', h[1]), 'q ' .. tid)
           kept[h[1]] = true
           table.insert(requeued, tid)

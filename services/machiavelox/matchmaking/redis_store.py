@@ -9,9 +9,10 @@ records; the decisions (who matches whom, which shard) are the caller's, in Pyth
 
 Keys (`P` is MACHIAVELOX_MATCHMAKING_KEY_PREFIX):
 - `P:p:<player>`: where the player is (`q <ticket>`, `l <code>`, `t ` being seated, `t <table>`);
-- `P:t:<ticket>`: a ticket (hash: player, ordinal, at, seq, watch, status, placement, and
-  once assigned table, shard, players); `P:q`: the waiting tickets (hash ticket -> JSON, one
-  HGETALL for the matcher, ordered by (at, seq));
+- `P:t:<ticket>`: a ticket (hash: player, ordinal, at, seq, watch, status, placement, queue,
+  and once assigned table, shard, players); `P:q`: the waiting tickets (hash ticket -> JSON,
+  one HGETALL for the matcher, ordered by (at, seq)); `P:qc`: the same for the ranked classic
+  queue (issue 16; the ticket's `queue` is `qc`, absent or `q` for Machiavelox);
 - `P:w:<watch>`: what a stream follows (`["q", ticket]` or `["l", code, player]`);
   `P:alive`: sorted set watch -> attached until (ms): kept alive by the replica holding the
   stream (`keepalive`), swept when it lapses (`sweep`);
@@ -216,6 +217,7 @@ class RedisStore:
         self.clock = RedisClock()
         self.channel = f"{prefix}events"
         self._key = f"{prefix}q"  # every script's KEYS[1]
+        self._classic_key = f"{prefix}qc"  # the ranked classic queue (issue 16)
         # A bounded pool: a burst of calls waits for a connection (at most 5 s) rather than
         # opening one each; the events subscription holds one of them.
         self._redis = aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(
@@ -328,7 +330,7 @@ class RedisStore:
     async def add_ticket(self, ticket: Ticket, watch_id: str) -> None:
         answer = await self._many["add_ticket"](
             ticket.ticket_id, ticket.player, repr(ticket.ordinal), ticket.enqueued_ms, watch_id,
-            ticket.enqueued_ms + self.attach_ms)
+            ticket.enqueued_ms + self.attach_ms, "qc" if ticket.classic else "q")
         if answer[0] == "spot":
             raise spot_refusal(ticket.player, _spot(answer[1]))
 
@@ -341,7 +343,8 @@ class RedisStore:
         if answer[0] == "notyours":
             raise NotYours()
         record, replaced = answer[1], answer[2]
-        ticket = Ticket(ticket_id, player, float(record["ordinal"]), int(record["at"]))
+        ticket = Ticket(ticket_id, player, float(record["ordinal"]), int(record["at"]),
+                        record.get("queue") == "qc")
         seated = None
         if record.get("status") == "assigned":
             seated = Seated(record["table"], record["shard"],
@@ -352,7 +355,8 @@ class RedisStore:
         answer = _list(await self._many["detach"](ticket_id, watch_id))
         if not answer:
             return None
-        return Ticket(ticket_id, answer[0], float(answer[1]), int(answer[2]))
+        return Ticket(ticket_id, answer[0], float(answer[1]), int(answer[2]),
+                      len(answer) > 3 and answer[3] == "qc")
 
     async def cancel(self, ticket_id: str, player: str) -> Cancelled | None:
         answer = await self._json("cancel", ticket_id, player)
@@ -362,19 +366,20 @@ class RedisStore:
             return None
         return Cancelled((answer[1],) if answer[1] else (), answer[0])
 
-    async def waiting(self) -> list[Ticket]:
+    async def waiting(self, classic: bool = False) -> list[Ticket]:
         async with self._guard(), self._redis.pipeline(transaction=False) as pipe:
-            pipe.hgetall(self._key)
+            pipe.hgetall(self._classic_key if classic else self._key)
             pipe.get(f"{self.prefix}lseats")
             raw, seats = await pipe.execute()
         entries = []
         for ticket_id, data in raw.items():
             player, ordinal, at, seq = json.loads(data)
             entries.append((int(at), int(seq), Ticket(ticket_id, player, float(ordinal),
-                                                       int(at))))
+                                                       int(at), classic)))
         entries.sort(key=lambda e: (e[0], e[1]))
-        self._queue_len = len(entries)
-        self._lobby_seats = int(seats or 0)
+        if not classic:  # (the gauges count the Machiavelox queue, as before)
+            self._queue_len = len(entries)
+            self._lobby_seats = int(seats or 0)
         return [e[2] for e in entries]
 
     async def form(self, groups: Sequence[Group], owner: str, now_ms: int
@@ -382,15 +387,19 @@ class RedisStore:
         args: list[str | int] = [owner, now_ms + self.lease_ms]
         by_id = {}
         for group in groups:
-            args += [group.placement_id, *(t.ticket_id for t in group.tickets), *group.seats]
+            queue = "qc" if group.tickets and group.tickets[0].classic else "q"
+            args += [group.placement_id, queue, len(group.tickets),
+                     *(t.ticket_id for t in group.tickets), *group.seats, group.rules.seats,
+                     group.rules.classic]
             by_id[group.placement_id] = group
         formed = _list(await self._json("form", *args))
         out = []
         for placement_id in formed:
             group = by_id[placement_id]
             out.append(Placement(placement_id, group.seats, MatchKind.SINGLE, True,
-                                 tickets=tuple(t.ticket_id for t in group.tickets)))
-        self._queue_len -= 3 * len(out)
+                                 tickets=tuple(t.ticket_id for t in group.tickets),
+                                 rules=group.rules))
+        self._queue_len -= sum(len(p.tickets) for p in out if not p.rules.classic)
         return out
 
     # ------------------------------------------------------------------ friendly
@@ -526,7 +535,7 @@ class RedisStore:
                 value = await self._redis.get(key)
                 if value is not None:
                     spots[str(key)[len(P) + 2:]] = _spot(str(value))
-        waiting = tuple(t.ticket_id for t in await self.waiting())
+        waiting = tuple(t.ticket_id for t in [*await self.waiting(), *await self.waiting(True)])
         return Snapshot(tuple(sorted(placements, key=lambda p: p.placement_id)), tables, spots,
                         waiting)
 

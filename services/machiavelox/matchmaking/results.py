@@ -1,5 +1,6 @@
 """Scoring's results log, followed by matchmaking: every stored smazzata result goes to the
-agorà (`Agora.apply_result`: ratings, and the seats of ended matches freed).
+agorà (`Agora.apply_result`: ratings, Machiavelox's and, from the ends of ranked classic
+sessions, the classic ones; and the seats of ended matches freed).
 
 `ResultsFollower` subscribes to SubscribeResults from offset 0 at start-up (which also rebuilds
 every rating from the whole log) and resumes after the last record applied when the stream
@@ -20,13 +21,22 @@ from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
 from machiavelox.platform.tls import Connect
 
 from .agora import MatchResult
+from .ratings import ranks_from_standings
 
 log = logging.getLogger(__name__)
 
 
 def decode_result(result: scoring_pb2.ReportResultRequest) -> MatchResult:
+    """A record as the agorà reads it; a ranked classic session's end (issue 16: `classic`
+    competitive, the session ended) with the ranks of its standings, to rate its players."""
+    ranks: tuple[float, ...] = ()
+    c = result.classic
+    if result.HasField("classic") and c.competitive and result.match_ended:
+        ranks = tuple(ranks_from_standings([s - 1 for s in c.standings], list(c.totals),
+                                           {w - 1 for w in c.session.winners}))
     return MatchResult(result.table_id, tuple(result.player_ids),
-                       tuple(result.result.scores), result.competitive, result.match_ended)
+                       tuple(result.result.scores), result.competitive, result.match_ended,
+                       ranks)
 
 
 class ResultsFollower:

@@ -47,6 +47,10 @@ _KIND_FROM_PB = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
 _PRACTICE_FROM_PB = {bots_pb2.BOT_LEVEL_BASIC: "basic", bots_pb2.BOT_LEVEL_EASY: "easy",
                      bots_pb2.BOT_LEVEL_MEDIUM: "medium", bots_pb2.BOT_LEVEL_HARD: "hard"}
 
+# Enqueue's ruleset: the ranked classic queue (issue 16), or Machiavelox's (True: classic).
+_QUEUES = {classic_pb2.RULESET_UNSPECIFIED: False, classic_pb2.RULESET_MACHIAVELOX: False,
+           classic_pb2.RULESET_CLASSIC: True}
+
 U = TypeVar("U")
 
 
@@ -117,7 +121,10 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         if len(request.ticket_id) > MAX_TICKET_ID:
             raise invalid_argument("ticket/bad-id", f"a ticket id has at most {MAX_TICKET_ID} "
                                                     "characters")
-        async for update in relayed(self.agora.enqueue(player, request.ticket_id)):
+        if request.ruleset not in _QUEUES:
+            raise invalid_argument("table/bad-ruleset", f"unknown ruleset {request.ruleset}")
+        async for update in relayed(self.agora.enqueue(player, request.ticket_id,
+                                                       _QUEUES[request.ruleset])):
             yield matchmaking_pb2.EnqueueResponse(update=update_pb(update))
 
     async def CancelTicket(self, request: matchmaking_pb2.CancelTicketRequest,

@@ -20,7 +20,8 @@ from machiavelox.platform.settings import (
 )
 
 from .limits import DEFAULT_RATES, AgoraRates
-from .queue import LOBBY_TTL_MS
+from .queue import LOBBY_TTL_MS, TableRules
+from .ranked import DEFAULT_SESSION, BadSession, ranked_rules
 from .seatcheck import SEAT_CHECK_S
 from .store import ATTACH_MS, LEASE_MS
 
@@ -55,6 +56,9 @@ class MatchmakingSettings:
     # MACHIAVELOX_MATCHMAKING_REDIS_URL: "" = the agorà's state in this process's memory (one
     # replica only); redis://host:port/db = shared by every replica (redis_store.py)
     redis_url: str
+    # MACHIAVELOX_MATCHMAKING_RANKED_CLASSIC_SESSION: the ranked classic tables' session
+    # ("threshold 100"; "single", "hands N", "elimination N": ranked.py)
+    ranked: TableRules
     key_prefix: str  # MACHIAVELOX_MATCHMAKING_KEY_PREFIX: of every Redis key ("mxm:")
     # MACHIAVELOX_MATCHMAKING_{ENQUEUE,CANCEL,CREATE_FRIENDLY,JOIN_FRIENDLY,JOIN_FAILED}_RATE
     # (per second) and _BURST: each player's pace per call (limits.py, docs/security.md)
@@ -97,6 +101,11 @@ class MatchmakingSettings:
         if redis_url and not redis_url.startswith(_REDIS_SCHEMES):
             raise SettingsError("MACHIAVELOX_MATCHMAKING_REDIS_URL must be empty (in memory) or "
                                 f"a redis://host:port/db URL, not {redis_url!r}")
+        session = env_str("MATCHMAKING_RANKED_CLASSIC_SESSION", DEFAULT_SESSION, env)
+        try:
+            ranked = ranked_rules(session)
+        except BadSession as err:
+            raise SettingsError(f"MACHIAVELOX_MATCHMAKING_RANKED_CLASSIC_SESSION: {err}") from None
         rates = AgoraRates(
             enqueue=env_rate("MATCHMAKING_ENQUEUE", DEFAULT_RATES.enqueue, env),
             cancel=env_rate("MATCHMAKING_CANCEL", DEFAULT_RATES.cancel, env),
@@ -119,6 +128,7 @@ class MatchmakingSettings:
             lease_s=lease_s,
             detached_s=detached_s,
             redis_url=redis_url,
+            ranked=ranked,
             key_prefix=env_str("MATCHMAKING_KEY_PREFIX", "mxm:", env),
             rates=rates,
             grace_s=grace_s,

@@ -7,13 +7,14 @@ replicas never see half of a change; the policy (who matches whom, which shard, 
 refusal says) is the caller's (`agora.py`, `queue.find_groups`, `placing.py`), written once.
 
 The records:
-- a **ticket** (`Ticket`): a player waiting in the competitive queue, then being placed, then
-  assigned; the stream following it is its current *watch* (one at a time: a newer stream
-  replaces the older, which ends `ticket/replaced`). The stream's end takes a waiting ticket
-  out of the queue. A ticket is *attached* while its watch is kept alive (`keepalive`, by
-  the process that holds the stream, at least every `ATTACH_MS`): one whose process died is
-  not (the app may re-attach meanwhile); a detached waiting ticket leaves the queue (`sweep`)
-  and a detached ticket is not requeued after a failed placement.
+- a **ticket** (`Ticket`): a player waiting in the competitive queue (Machiavelox's, or the
+  ranked classic one: `Ticket.classic`, a queue of its own, matched in fours), then being
+  placed, then assigned; the stream following it is its current *watch* (one at a time: a
+  newer stream replaces the older, which ends `ticket/replaced`). The stream's end takes a
+  waiting ticket out of the queue. A ticket is *attached* while its watch is kept alive
+  (`keepalive`, by the process that holds the stream, at least every `ATTACH_MS`): one whose
+  process died is not (the app may re-attach meanwhile); a detached waiting ticket leaves the
+  queue (`sweep`) and a detached ticket is not requeued after a failed placement.
 - a **lobby** (`queue.Lobby`): a friendly table gathering its players by invite code (three,
   or a classic table's 2..6: `queue.TableRules`);
   each member's join stream is their watch (the join's ticket id), kept alive the same way: a
@@ -101,7 +102,7 @@ class Placement:
     shard_id: str = ""  # the shard asked last ("" none yet)
     table_id: str = ""  # the table's id there
     refused: tuple[str, ...] = ()  # shards that have no table of it (refused, or cancelled)
-    rules: TableRules = MACHIAVELOX  # friendly: what its lobby plays
+    rules: TableRules = MACHIAVELOX  # what its table plays (its lobby's, or ranked classic's)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class Group:
     placement_id: str
     tickets: tuple[Ticket, ...]
     seats: tuple[str, ...]
+    rules: TableRules = MACHIAVELOX  # the ranked classic queue's: its ranked variants
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,9 @@ class AgoraStore(Protocol):
         placed is given up; None if there is nothing to cancel. `NotYours`."""
         ...
 
-    async def waiting(self) -> list[Ticket]:
-        """The waiting tickets, in the order they were queued (the matcher's input)."""
+    async def waiting(self, classic: bool = False) -> list[Ticket]:
+        """The waiting tickets of the Machiavelox queue (`classic`: of the ranked classic
+        one), in the order they were queued (the matcher's input)."""
         ...
 
     async def form(self, groups: Sequence[Group], owner: str, now_ms: int

@@ -3,8 +3,10 @@ turned into the store's `ClassicReport`; classic standings encoded for GetStandi
 
 A report is refused INVALID_ARGUMENT `result/invalid` when it does not describe a session:
 2..6 distinct players, every hand with a winner and one value per seat, the standings every
-seat once, the session's result present exactly when `match_ended`. Classic results are never
-rated (`competitive` is for the Machiavelox leaderboard only).
+seat once, the session's result present exactly when `match_ended`. The top-level
+`competitive` is for the Machiavelox leaderboard only (refused here); a ranked classic table
+says `classic.competitive`, rated in the classic leaderboard once its session ends
+(`classic_ratings.py`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def decode_classic(request: scoring_pb2.ReportResultRequest) -> ClassicReport:
         eliminated=frozenset(seat(s) for s in c.eliminated),
         winners=frozenset(seat(s) for s in c.session.winners) if ended else frozenset(),
         ended=ended, reason=c.session.reason if ended else "",
-        payload=request.SerializeToString(deterministic=True))
+        payload=request.SerializeToString(deterministic=True), competitive=c.competitive)
 
 
 def _hand(hand: classic_pb2.ClassicHandResult) -> tuple[HandRow, ...]:

@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 
 import grpc
 
-from machiavelox._gen.v1 import common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
+from machiavelox._gen.v1 import classic_pb2, common_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
 from machiavelox.platform.errors import invalid_argument, not_found, shown, unavailable
 
 from .classic import decode_classic, is_classic, standings_to_pb
@@ -76,10 +76,16 @@ class ScoringServicer(scoring_pb2_grpc.ScoringServiceServicer):
     async def GetLeaderboard(self, request: scoring_pb2.GetLeaderboardRequest,
                              context: Context) -> scoring_pb2.GetLeaderboardResponse:
         limit = min(request.limit or DEFAULT_LIMIT, MAX_LIMIT)
-        with _store_errors():
-            rows = await self._store.leaderboard(limit)
+        classic = request.ruleset == classic_pb2.RULESET_CLASSIC
+        if not classic and request.ruleset not in (classic_pb2.RULESET_UNSPECIFIED,
+                                                   classic_pb2.RULESET_MACHIAVELOX):
+            raise invalid_argument("table/bad-ruleset", f"unknown ruleset {request.ruleset}")
+        with _store_errors():  # (classic: the ranked classic leaderboard, issue 16)
+            rows = await (self._store.classic_leaderboard(limit) if classic
+                          else self._store.leaderboard(limit))
         return scoring_pb2.GetLeaderboardResponse(rows=[
-            scoring_pb2.LeaderboardRow(player_id=r.player_id, points=r.points, played=r.played)
+            scoring_pb2.LeaderboardRow(player_id=r.player_id, points=r.points, played=r.played,
+                                       rating=r.rating)
             for r in rows])
 
     async def GetStandings(self, request: scoring_pb2.GetStandingsRequest,

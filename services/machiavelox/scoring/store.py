@@ -6,7 +6,8 @@ replicas, `store_pg.py`); this module holds the interface and what they share:
 
 - `append` gives a new result the next offset (1, 2, 3, ... without holes) and, in the same
   transaction, adds its points to the leaderboard (competitive results only, M13.1) and to the
-  standings of its table (long matches only, M13.2).
+  standings of its table (long matches only, M13.2); a ranked classic session's end rates its
+  players in the classic leaderboard (`classic_ratings.py`).
 - It is idempotent on (table_id, smazzata), a classic report on (table_id, report): a report
   for a stored key returns the original offset and changes nothing. The first report wins; if
   a later one differs (compared as the bytes the codec produced, deterministically),
@@ -82,6 +83,7 @@ class LeaderboardRow:
     player_id: str
     points: int
     played: int
+    rating: float = 0.0  # the classic leaderboard's (its ordinal; `points` 0 there)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class ResultStore(Protocol):
         ...
 
     async def leaderboard(self, limit: int) -> list[LeaderboardRow]: ...
+
+    async def classic_leaderboard(self, limit: int) -> list[LeaderboardRow]:
+        """The ranked classic leaderboard, best rating first (`classic_ratings.py`)."""
+        ...
 
     async def standings(self, table_id: str) -> Standings | None:
         """The totals of the long match at `table_id`; None when there is none."""
@@ -201,6 +207,9 @@ class LogStore(abc.ABC):
     async def leaderboard(self, limit: int) -> list[LeaderboardRow]: ...
 
     @abc.abstractmethod
+    async def classic_leaderboard(self, limit: int) -> list[LeaderboardRow]: ...
+
+    @abc.abstractmethod
     async def standings(self, table_id: str) -> Standings | None: ...
 
     @abc.abstractmethod
@@ -284,6 +293,11 @@ def aggregate_statements(result: Result) -> list[tuple[str, tuple[Any, ...]]]:
 
 def leaderboard_rows(rows: Sequence[Sequence[Any]]) -> list[LeaderboardRow]:
     return [LeaderboardRow(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+def classic_board_rows(rows: Sequence[Sequence[Any]]) -> list[LeaderboardRow]:
+    """CLASSIC_TOP's rows (player, ordinal, played)."""
+    return [LeaderboardRow(str(r[0]), 0, int(r[2]), float(r[1])) for r in rows]
 
 
 def standings_of(row: Sequence[Any] | None) -> Standings | None:

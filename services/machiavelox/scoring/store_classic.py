@@ -13,8 +13,9 @@ A classic report (scoring.proto, `ClassicResult`) holds the whole session so far
   player's total, place (best first, as the engine ranks them, C11), elimination and win, as
   of the highest report stored: a report that arrives after a later one changes nothing.
 
-Classic results are not rated: they never touch the Machiavelox leaderboard (a ranked classic
-queue with its own leaderboard is a later slice: docs/classic.md).
+Classic results never touch the Machiavelox leaderboard; the end of a ranked (competitive)
+session rates its players in the classic one, in the same transaction
+(`classic_ratings.py`).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class ClassicReport:
     ended: bool
     reason: str  # why the session ended ("" while it goes on)
     payload: bytes
+    competitive: bool = False  # a ranked table's: rated once its session ends (issue 16)
 
 
 @dataclass(frozen=True)

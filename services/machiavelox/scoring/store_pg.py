@@ -23,6 +23,14 @@ from psycopg import sql
 
 from machiavelox.platform.pg import PgConnection, PgPool
 
+from .classic_ratings import (
+    CLASSIC_TOP,
+    ENDED_BEFORE,
+    rating_writes,
+    ratings_query,
+    ratings_schema,
+    to_rate,
+)
 from .store import (
     LOCK_HEAD,
     READ_FROM,
@@ -36,6 +44,7 @@ from .store import (
     Standings,
     StoredResult,
     StoreUnavailableError,
+    classic_board_rows,
     existing,
     key_of,
     leaderboard_rows,
@@ -45,7 +54,13 @@ from .store import (
     stored,
     writes_of,
 )
-from .store_classic import CLASSIC_STANDINGS, ClassicStandings, classic_schema, classic_standings_of
+from .store_classic import (
+    CLASSIC_STANDINGS,
+    ClassicReport,
+    ClassicStandings,
+    classic_schema,
+    classic_standings_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +92,7 @@ PG_SCHEMA = [
         smazzate INTEGER NOT NULL)""",
     # issue 16: classic Machiavelli reports, hands and sessions (store_classic.py)
     *classic_schema(blob="BYTEA", text='TEXT COLLATE "C"'),
+    *ratings_schema('TEXT COLLATE "C"'),  # the ranked classic leaderboard (classic_ratings.py)
 ]
 MIGRATION_LOCK = 0x4D585343  # "MXSC": replicas starting together create the schema one at a time
 POOL_SIZE = 4
@@ -170,7 +186,14 @@ class PostgresStore(LogStore):
             if row is not None:
                 return existing(row, result.payload)
             offset = int(head[0]) + 1
-            for statement, values in writes_of(result, offset, now_ms()):
+            writes = writes_of(result, offset, now_ms())
+            if isinstance(result, ClassicReport) and to_rate(result):  # (read before writes)
+                ended = await (await conn.execute(pg(ENDED_BEFORE),
+                                                  (result.table_id,))).fetchone()
+                query, params = ratings_query(result)
+                rated = await (await conn.execute(pg(query), params)).fetchall()
+                writes += rating_writes(result, ended, rated)
+            for statement, values in writes:
                 await conn.execute(pg(statement), values)
             await conn.execute(pg(SET_HEAD), (offset,))
             await conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(offset)))
@@ -186,6 +209,12 @@ class PostgresStore(LogStore):
         async def work(conn: PgConnection) -> list[LeaderboardRow]:
             cur = await conn.execute(pg(TOP), (limit,))
             return leaderboard_rows(await cur.fetchall())
+        return await self._pool.run(work)
+
+    async def classic_leaderboard(self, limit: int) -> list[LeaderboardRow]:
+        async def work(conn: PgConnection) -> list[LeaderboardRow]:
+            cur = await conn.execute(pg(CLASSIC_TOP), (limit,))
+            return classic_board_rows(await cur.fetchall())
         return await self._pool.run(work)
 
     async def standings(self, table_id: str) -> Standings | None:

@@ -11,6 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from .classic_ratings import (
+    CLASSIC_TOP,
+    ENDED_BEFORE,
+    rating_writes,
+    ratings_query,
+    ratings_schema,
+    to_rate,
+)
 from .store import (
     LOCK_HEAD,
     READ_FROM,
@@ -24,6 +32,7 @@ from .store import (
     Standings,
     StoredResult,
     StoreUnavailableError,
+    classic_board_rows,
     existing,
     key_of,
     leaderboard_rows,
@@ -33,7 +42,13 @@ from .store import (
     stored,
     writes_of,
 )
-from .store_classic import CLASSIC_STANDINGS, ClassicStandings, classic_schema, classic_standings_of
+from .store_classic import (
+    CLASSIC_STANDINGS,
+    ClassicReport,
+    ClassicStandings,
+    classic_schema,
+    classic_standings_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +93,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")  # an acknowledged report survives a power cut
     conn.executescript(SQLITE_SCHEMA)
-    for statement in classic_schema(blob="BLOB", text="TEXT"):
+    for statement in [*classic_schema(blob="BLOB", text="TEXT"), *ratings_schema("TEXT")]:
         conn.execute(statement)
     return conn
 
@@ -91,7 +106,12 @@ def _append(conn: sqlite3.Connection, result: Report) -> Appended:
             conn.execute("ROLLBACK")
             return existing(row, result.payload)
         offset = int(conn.execute(LOCK_HEAD).fetchone()[0]) + 1
-        for statement, params in writes_of(result, offset, now_ms()):
+        writes = writes_of(result, offset, now_ms())
+        if isinstance(result, ClassicReport) and to_rate(result):  # (read before the writes)
+            writes += rating_writes(result,
+                                    conn.execute(ENDED_BEFORE, (result.table_id,)).fetchone(),
+                                    conn.execute(*ratings_query(result)).fetchall())
+        for statement, params in writes:
             conn.execute(statement, params)
         conn.execute(SET_HEAD, (offset,))
         conn.execute("COMMIT")
@@ -143,6 +163,10 @@ class SqliteStore(LogStore):
     async def leaderboard(self, limit: int) -> list[LeaderboardRow]:
         return await self._run(
             lambda conn: leaderboard_rows(conn.execute(TOP, (limit,)).fetchall()))
+
+    async def classic_leaderboard(self, limit: int) -> list[LeaderboardRow]:
+        return await self._run(
+            lambda conn: classic_board_rows(conn.execute(CLASSIC_TOP, (limit,)).fetchall()))
 
     async def standings(self, table_id: str) -> Standings | None:
         return await self._run(

@@ -32,7 +32,7 @@ def ticket(player: str, ordinal: float, at_ms: int) -> Ticket:
     return Ticket(f"t-{player}", player, ordinal, at_ms)
 
 
-def players(groups: list[tuple[Ticket, Ticket, Ticket]]) -> list[list[str]]:
+def players(groups: list[tuple[Ticket, ...]]) -> list[list[str]]:
     return [[t.player for t in g] for g in groups]
 
 

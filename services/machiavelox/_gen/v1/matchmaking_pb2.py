@@ -28,7 +28,7 @@ from machiavelox._gen.v1 import classic_pb2 as machiavelox_dot_v1_dot_classic__p
 from machiavelox._gen.v1 import table_pb2 as machiavelox_dot_v1_dot_table__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n machiavelox/v1/matchmaking.proto\x12\x0emachiavelox.v1\x1a\x19machiavelox/v1/bots.proto\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1amachiavelox/v1/table.proto\"#\n\x0e\x45nqueueRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"?\n\x0f\x45nqueueResponse\x12,\n\x06update\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.TicketUpdate\"I\n\x19JoinFriendlyTableResponse\x12,\n\x06update\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.TicketUpdate\"\x87\x01\n\x0cTicketUpdate\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12*\n\x07waiting\x18\x02 \x01(\x0b\x32\x17.machiavelox.v1.WaitingH\x00\x12\x30\n\nassignment\x18\x03 \x01(\x0b\x32\x1a.machiavelox.v1.AssignmentH\x00\x42\x06\n\x04kind\"+\n\x07Waiting\x12\x10\n\x08waited_s\x18\x01 \x01(\r\x12\x0e\n\x06window\x18\x02 \x01(\x01\"D\n\nAssignment\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08shard_id\x18\x02 \x01(\t\x12\x12\n\nplayer_ids\x18\x03 \x03(\t\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\")\n\x14\x43\x61ncelTicketResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"\xd3\x01\n\x1a\x43reateFriendlyTableRequest\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x30\n\x0epractice_level\x18\x02 \x01(\x0e\x32\x18.machiavelox.v1.BotLevel\x12(\n\x07ruleset\x18\x03 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12\x30\n\x07\x63lassic\x18\x04 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\"2\n\x1b\x43reateFriendlyTableResponse\x12\x13\n\x0binvite_code\x18\x01 \x01(\t\"/\n\x18JoinFriendlyTableRequest\x12\x13\n\x0binvite_code\x18\x01 \x01(\t2\x99\x03\n\x12MatchmakingService\x12L\n\x07\x45nqueue\x12\x1e.machiavelox.v1.EnqueueRequest\x1a\x1f.machiavelox.v1.EnqueueResponse0\x01\x12Y\n\x0c\x43\x61ncelTicket\x12#.machiavelox.v1.CancelTicketRequest\x1a$.machiavelox.v1.CancelTicketResponse\x12n\n\x13\x43reateFriendlyTable\x12*.machiavelox.v1.CreateFriendlyTableRequest\x1a+.machiavelox.v1.CreateFriendlyTableResponse\x12j\n\x11JoinFriendlyTable\x12(.machiavelox.v1.JoinFriendlyTableRequest\x1a).machiavelox.v1.JoinFriendlyTableResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n machiavelox/v1/matchmaking.proto\x12\x0emachiavelox.v1\x1a\x19machiavelox/v1/bots.proto\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1amachiavelox/v1/table.proto\"M\n\x0e\x45nqueueRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12(\n\x07ruleset\x18\x02 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\"?\n\x0f\x45nqueueResponse\x12,\n\x06update\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.TicketUpdate\"I\n\x19JoinFriendlyTableResponse\x12,\n\x06update\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.TicketUpdate\"\x87\x01\n\x0cTicketUpdate\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12*\n\x07waiting\x18\x02 \x01(\x0b\x32\x17.machiavelox.v1.WaitingH\x00\x12\x30\n\nassignment\x18\x03 \x01(\x0b\x32\x1a.machiavelox.v1.AssignmentH\x00\x42\x06\n\x04kind\"+\n\x07Waiting\x12\x10\n\x08waited_s\x18\x01 \x01(\r\x12\x0e\n\x06window\x18\x02 \x01(\x01\"D\n\nAssignment\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08shard_id\x18\x02 \x01(\t\x12\x12\n\nplayer_ids\x18\x03 \x03(\t\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\")\n\x14\x43\x61ncelTicketResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"\xd3\x01\n\x1a\x43reateFriendlyTableRequest\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x30\n\x0epractice_level\x18\x02 \x01(\x0e\x32\x18.machiavelox.v1.BotLevel\x12(\n\x07ruleset\x18\x03 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12\x30\n\x07\x63lassic\x18\x04 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\"2\n\x1b\x43reateFriendlyTableResponse\x12\x13\n\x0binvite_code\x18\x01 \x01(\t\"/\n\x18JoinFriendlyTableRequest\x12\x13\n\x0binvite_code\x18\x01 \x01(\t2\x99\x03\n\x12MatchmakingService\x12L\n\x07\x45nqueue\x12\x1e.machiavelox.v1.EnqueueRequest\x1a\x1f.machiavelox.v1.EnqueueResponse0\x01\x12Y\n\x0c\x43\x61ncelTicket\x12#.machiavelox.v1.CancelTicketRequest\x1a$.machiavelox.v1.CancelTicketResponse\x12n\n\x13\x43reateFriendlyTable\x12*.machiavelox.v1.CreateFriendlyTableRequest\x1a+.machiavelox.v1.CreateFriendlyTableResponse\x12j\n\x11JoinFriendlyTable\x12(.machiavelox.v1.JoinFriendlyTableRequest\x1a).machiavelox.v1.JoinFriendlyTableResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,27 +36,27 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machiavelox.v1.matchmaking_
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ENQUEUEREQUEST']._serialized_start=137
-  _globals['_ENQUEUEREQUEST']._serialized_end=172
-  _globals['_ENQUEUERESPONSE']._serialized_start=174
-  _globals['_ENQUEUERESPONSE']._serialized_end=237
-  _globals['_JOINFRIENDLYTABLERESPONSE']._serialized_start=239
-  _globals['_JOINFRIENDLYTABLERESPONSE']._serialized_end=312
-  _globals['_TICKETUPDATE']._serialized_start=315
-  _globals['_TICKETUPDATE']._serialized_end=450
-  _globals['_WAITING']._serialized_start=452
-  _globals['_WAITING']._serialized_end=495
-  _globals['_ASSIGNMENT']._serialized_start=497
-  _globals['_ASSIGNMENT']._serialized_end=565
-  _globals['_CANCELTICKETREQUEST']._serialized_start=567
-  _globals['_CANCELTICKETREQUEST']._serialized_end=607
-  _globals['_CANCELTICKETRESPONSE']._serialized_start=609
-  _globals['_CANCELTICKETRESPONSE']._serialized_end=650
-  _globals['_CREATEFRIENDLYTABLEREQUEST']._serialized_start=653
-  _globals['_CREATEFRIENDLYTABLEREQUEST']._serialized_end=864
-  _globals['_CREATEFRIENDLYTABLERESPONSE']._serialized_start=866
-  _globals['_CREATEFRIENDLYTABLERESPONSE']._serialized_end=916
-  _globals['_JOINFRIENDLYTABLEREQUEST']._serialized_start=918
-  _globals['_JOINFRIENDLYTABLEREQUEST']._serialized_end=965
-  _globals['_MATCHMAKINGSERVICE']._serialized_start=968
-  _globals['_MATCHMAKINGSERVICE']._serialized_end=1377
+  _globals['_ENQUEUEREQUEST']._serialized_end=214
+  _globals['_ENQUEUERESPONSE']._serialized_start=216
+  _globals['_ENQUEUERESPONSE']._serialized_end=279
+  _globals['_JOINFRIENDLYTABLERESPONSE']._serialized_start=281
+  _globals['_JOINFRIENDLYTABLERESPONSE']._serialized_end=354
+  _globals['_TICKETUPDATE']._serialized_start=357
+  _globals['_TICKETUPDATE']._serialized_end=492
+  _globals['_WAITING']._serialized_start=494
+  _globals['_WAITING']._serialized_end=537
+  _globals['_ASSIGNMENT']._serialized_start=539
+  _globals['_ASSIGNMENT']._serialized_end=607
+  _globals['_CANCELTICKETREQUEST']._serialized_start=609
+  _globals['_CANCELTICKETREQUEST']._serialized_end=649
+  _globals['_CANCELTICKETRESPONSE']._serialized_start=651
+  _globals['_CANCELTICKETRESPONSE']._serialized_end=692
+  _globals['_CREATEFRIENDLYTABLEREQUEST']._serialized_start=695
+  _globals['_CREATEFRIENDLYTABLEREQUEST']._serialized_end=906
+  _globals['_CREATEFRIENDLYTABLERESPONSE']._serialized_start=908
+  _globals['_CREATEFRIENDLYTABLERESPONSE']._serialized_end=958
+  _globals['_JOINFRIENDLYTABLEREQUEST']._serialized_start=960
+  _globals['_JOINFRIENDLYTABLEREQUEST']._serialized_end=1007
+  _globals['_MATCHMAKINGSERVICE']._serialized_start=1010
+  _globals['_MATCHMAKINGSERVICE']._serialized_end=1419
 # @@protoc_insertion_point(module_scope)

@@ -29,6 +29,7 @@ class EnqueueRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     """"" (a new ticket), or the id of the player's ticket to follow again after its stream
     broke: the stream goes on where the ticket is (waiting, with the time already waited,
@@ -36,14 +37,22 @@ class EnqueueRequest(_message.Message):
     FAILED_PRECONDITION `ticket/replaced`. NOT_FOUND `ticket/unknown` if the ticket has ended
     (queue again without an id); PERMISSION_DENIED `ticket/not-yours`. At most 64 characters.
     """
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """Which queue (a new ticket only; ignored when re-attaching). Unset (or
+    RULESET_MACHIAVELOX): the Machiavelox queue, matched in threes, as before.
+    RULESET_CLASSIC: the ranked classic Machiavelli queue, matched in fours by the classic
+    rating, seated at a competitive classic table with the ranked variants (docs/classic.md,
+    "The ranked queue"). Another value: INVALID_ARGUMENT `table/bad-ruleset`.
+    """
     def __init__(
         self,
         *,
         ticket_id: _builtins.str = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ticket_id", b"ticket_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ruleset", b"ruleset", "ticket_id", b"ticket_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

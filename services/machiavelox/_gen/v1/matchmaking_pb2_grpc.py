@@ -63,7 +63,7 @@ class MatchmakingServiceServicer:
     """
 
     def Enqueue(self, request, context):
-        """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+        """Queue for a competitive match (Machiavelox, or ranked classic Machiavelli); the stream reports waiting and then the assignment. With a
         ticket id: re-attach to that ticket (the stream following it broke), on any replica.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

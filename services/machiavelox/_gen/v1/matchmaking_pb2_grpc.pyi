@@ -35,7 +35,7 @@ class MatchmakingServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MatchmakingServiceAsyncStub: ...
     Enqueue: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.EnqueueRequest, _matchmaking_pb2.EnqueueResponse]
-    """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+    """Queue for a competitive match (Machiavelox, or ranked classic Machiavelli); the stream reports waiting and then the assignment. With a
     ticket id: re-attach to that ticket (the stream following it broke), on any replica.
     """
     CancelTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]
@@ -53,7 +53,7 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Enqueue: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.EnqueueRequest, _matchmaking_pb2.EnqueueResponse]  # type: ignore[assignment]
-    """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+    """Queue for a competitive match (Machiavelox, or ranked classic Machiavelli); the stream reports waiting and then the assignment. With a
     ticket id: re-attach to that ticket (the stream following it broke), on any replica.
     """
     CancelTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]  # type: ignore[assignment]
@@ -74,7 +74,7 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _matchmaking_pb2.EnqueueRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_matchmaking_pb2.EnqueueResponse], _abc.AsyncIterator[_matchmaking_pb2.EnqueueResponse]]:
-        """Queue for a competitive match; the stream reports waiting and then the assignment. With a
+        """Queue for a competitive match (Machiavelox, or ranked classic Machiavelli); the stream reports waiting and then the assignment. With a
         ticket id: re-attach to that ticket (the stream following it broke), on any replica.
         """
 

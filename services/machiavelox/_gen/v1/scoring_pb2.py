@@ -28,7 +28,7 @@ from machiavelox._gen.v1 import common_pb2 as machiavelox_dot_v1_dot_common__pb2
 from machiavelox._gen.v1 import table_pb2 as machiavelox_dot_v1_dot_table__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/scoring.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\x1a\x1amachiavelox/v1/table.proto\"\xaa\x02\n\x13ReportResultRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08smazzata\x18\x02 \x01(\r\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x04 \x01(\x08\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\x12.\n\x06result\x18\x06 \x01(\x0b\x32\x1e.machiavelox.v1.SmazzataResult\x12\x13\n\x0bmatch_ended\x18\x07 \x01(\x08\x12(\n\x07ruleset\x18\x08 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12.\n\x07\x63lassic\x18\t \x01(\x0b\x32\x1d.machiavelox.v1.ClassicResult\"\xb3\x02\n\rClassicResult\x12\x0e\n\x06report\x18\x01 \x01(\r\x12\x31\n\x08variants\x18\x02 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\x12\x30\n\x05hands\x18\x03 \x03(\x0b\x32!.machiavelox.v1.ClassicHandResult\x12\x0e\n\x06totals\x18\x04 \x03(\x11\x12\'\n\tstandings\x18\x05 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12(\n\neliminated\x18\x06 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12\x35\n\x07session\x18\x07 \x01(\x0b\x32$.machiavelox.v1.ClassicSessionResult\x12\x13\n\x0b\x63ompetitive\x18\x08 \x01(\x08\"&\n\x14ReportResultResponse\x12\x0e\n\x06offset\x18\x01 \x01(\x04\"&\n\x15GetLeaderboardRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"F\n\x16GetLeaderboardResponse\x12,\n\x04rows\x18\x01 \x03(\x0b\x32\x1e.machiavelox.v1.LeaderboardRow\"C\n\x0eLeaderboardRow\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\x12\x12\x0e\n\x06played\x18\x03 \x01(\r\"\'\n\x13GetStandingsRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\xc0\x01\n\x14GetStandingsResponse\x12\x0e\n\x06totals\x18\x01 \x03(\x12\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\x12\x10\n\x08smazzate\x18\x03 \x01(\r\x12(\n\x07ruleset\x18\x04 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12*\n\x04rows\x18\x05 \x03(\x0b\x32\x1c.machiavelox.v1.StandingsRow\x12\r\n\x05hands\x18\x06 \x01(\r\x12\r\n\x05\x65nded\x18\x07 \x01(\x08\"x\n\x0cStandingsRow\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\"\n\x04seat\x18\x02 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12\r\n\x05total\x18\x03 \x01(\x12\x12\x12\n\neliminated\x18\x04 \x01(\x08\x12\x0e\n\x06winner\x18\x05 \x01(\x08\".\n\x17SubscribeResultsRequest\x12\x13\n\x0b\x66rom_offset\x18\x01 \x01(\x04\"H\n\x18SubscribeResultsResponse\x12,\n\x06record\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.ResultRecord\"i\n\x0cResultRecord\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x33\n\x06result\x18\x02 \x01(\x0b\x32#.machiavelox.v1.ReportResultRequest\x12\x14\n\x0cstored_at_ms\x18\x03 \x01(\x03\x32\x90\x03\n\x0eScoringService\x12Y\n\x0cReportResult\x12#.machiavelox.v1.ReportResultRequest\x1a$.machiavelox.v1.ReportResultResponse\x12_\n\x0eGetLeaderboard\x12%.machiavelox.v1.GetLeaderboardRequest\x1a&.machiavelox.v1.GetLeaderboardResponse\x12Y\n\x0cGetStandings\x12#.machiavelox.v1.GetStandingsRequest\x1a$.machiavelox.v1.GetStandingsResponse\x12g\n\x10SubscribeResults\x12\'.machiavelox.v1.SubscribeResultsRequest\x1a(.machiavelox.v1.SubscribeResultsResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmachiavelox/v1/scoring.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\x1a\x1amachiavelox/v1/table.proto\"\xaa\x02\n\x13ReportResultRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08smazzata\x18\x02 \x01(\r\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x04 \x01(\x08\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\x12.\n\x06result\x18\x06 \x01(\x0b\x32\x1e.machiavelox.v1.SmazzataResult\x12\x13\n\x0bmatch_ended\x18\x07 \x01(\x08\x12(\n\x07ruleset\x18\x08 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12.\n\x07\x63lassic\x18\t \x01(\x0b\x32\x1d.machiavelox.v1.ClassicResult\"\xb3\x02\n\rClassicResult\x12\x0e\n\x06report\x18\x01 \x01(\r\x12\x31\n\x08variants\x18\x02 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\x12\x30\n\x05hands\x18\x03 \x03(\x0b\x32!.machiavelox.v1.ClassicHandResult\x12\x0e\n\x06totals\x18\x04 \x03(\x11\x12\'\n\tstandings\x18\x05 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12(\n\neliminated\x18\x06 \x03(\x0e\x32\x14.machiavelox.v1.Seat\x12\x35\n\x07session\x18\x07 \x01(\x0b\x32$.machiavelox.v1.ClassicSessionResult\x12\x13\n\x0b\x63ompetitive\x18\x08 \x01(\x08\"&\n\x14ReportResultResponse\x12\x0e\n\x06offset\x18\x01 \x01(\x04\"P\n\x15GetLeaderboardRequest\x12\r\n\x05limit\x18\x01 \x01(\r\x12(\n\x07ruleset\x18\x02 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\"F\n\x16GetLeaderboardResponse\x12,\n\x04rows\x18\x01 \x03(\x0b\x32\x1e.machiavelox.v1.LeaderboardRow\"S\n\x0eLeaderboardRow\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\x12\x12\x0e\n\x06played\x18\x03 \x01(\r\x12\x0e\n\x06rating\x18\x04 \x01(\x01\"\'\n\x13GetStandingsRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\xc0\x01\n\x14GetStandingsResponse\x12\x0e\n\x06totals\x18\x01 \x03(\x12\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\x12\x10\n\x08smazzate\x18\x03 \x01(\r\x12(\n\x07ruleset\x18\x04 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12*\n\x04rows\x18\x05 \x03(\x0b\x32\x1c.machiavelox.v1.StandingsRow\x12\r\n\x05hands\x18\x06 \x01(\r\x12\r\n\x05\x65nded\x18\x07 \x01(\x08\"x\n\x0cStandingsRow\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\"\n\x04seat\x18\x02 \x01(\x0e\x32\x14.machiavelox.v1.Seat\x12\r\n\x05total\x18\x03 \x01(\x12\x12\x12\n\neliminated\x18\x04 \x01(\x08\x12\x0e\n\x06winner\x18\x05 \x01(\x08\".\n\x17SubscribeResultsRequest\x12\x13\n\x0b\x66rom_offset\x18\x01 \x01(\x04\"H\n\x18SubscribeResultsResponse\x12,\n\x06record\x18\x01 \x01(\x0b\x32\x1c.machiavelox.v1.ResultRecord\"i\n\x0cResultRecord\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x33\n\x06result\x18\x02 \x01(\x0b\x32#.machiavelox.v1.ReportResultRequest\x12\x14\n\x0cstored_at_ms\x18\x03 \x01(\x03\x32\x90\x03\n\x0eScoringService\x12Y\n\x0cReportResult\x12#.machiavelox.v1.ReportResultRequest\x1a$.machiavelox.v1.ReportResultResponse\x12_\n\x0eGetLeaderboard\x12%.machiavelox.v1.GetLeaderboardRequest\x1a&.machiavelox.v1.GetLeaderboardResponse\x12Y\n\x0cGetStandings\x12#.machiavelox.v1.GetStandingsRequest\x1a$.machiavelox.v1.GetStandingsResponse\x12g\n\x10SubscribeResults\x12\'.machiavelox.v1.SubscribeResultsRequest\x1a(.machiavelox.v1.SubscribeResultsResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,23 +42,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REPORTRESULTRESPONSE']._serialized_start=746
   _globals['_REPORTRESULTRESPONSE']._serialized_end=784
   _globals['_GETLEADERBOARDREQUEST']._serialized_start=786
-  _globals['_GETLEADERBOARDREQUEST']._serialized_end=824
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=826
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=896
-  _globals['_LEADERBOARDROW']._serialized_start=898
-  _globals['_LEADERBOARDROW']._serialized_end=965
-  _globals['_GETSTANDINGSREQUEST']._serialized_start=967
-  _globals['_GETSTANDINGSREQUEST']._serialized_end=1006
-  _globals['_GETSTANDINGSRESPONSE']._serialized_start=1009
-  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1201
-  _globals['_STANDINGSROW']._serialized_start=1203
-  _globals['_STANDINGSROW']._serialized_end=1323
-  _globals['_SUBSCRIBERESULTSREQUEST']._serialized_start=1325
-  _globals['_SUBSCRIBERESULTSREQUEST']._serialized_end=1371
-  _globals['_SUBSCRIBERESULTSRESPONSE']._serialized_start=1373
-  _globals['_SUBSCRIBERESULTSRESPONSE']._serialized_end=1445
-  _globals['_RESULTRECORD']._serialized_start=1447
-  _globals['_RESULTRECORD']._serialized_end=1552
-  _globals['_SCORINGSERVICE']._serialized_start=1555
-  _globals['_SCORINGSERVICE']._serialized_end=1955
+  _globals['_GETLEADERBOARDREQUEST']._serialized_end=866
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=868
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=938
+  _globals['_LEADERBOARDROW']._serialized_start=940
+  _globals['_LEADERBOARDROW']._serialized_end=1023
+  _globals['_GETSTANDINGSREQUEST']._serialized_start=1025
+  _globals['_GETSTANDINGSREQUEST']._serialized_end=1064
+  _globals['_GETSTANDINGSRESPONSE']._serialized_start=1067
+  _globals['_GETSTANDINGSRESPONSE']._serialized_end=1259
+  _globals['_STANDINGSROW']._serialized_start=1261
+  _globals['_STANDINGSROW']._serialized_end=1381
+  _globals['_SUBSCRIBERESULTSREQUEST']._serialized_start=1383
+  _globals['_SUBSCRIBERESULTSREQUEST']._serialized_end=1429
+  _globals['_SUBSCRIBERESULTSRESPONSE']._serialized_start=1431
+  _globals['_SUBSCRIBERESULTSRESPONSE']._serialized_end=1503
+  _globals['_RESULTRECORD']._serialized_start=1505
+  _globals['_RESULTRECORD']._serialized_end=1610
+  _globals['_SCORINGSERVICE']._serialized_start=1613
+  _globals['_SCORINGSERVICE']._serialized_end=2013
 # @@protoc_insertion_point(module_scope)

@@ -109,7 +109,9 @@ class ClassicResult(_message.Message):
     more report after its last hand's.
     """
     competitive: _builtins.bool
-    """The table was made by a ranked queue (none yet: classic results are rated nowhere)."""
+    """The table was made by the ranked classic queue: once its session ends, its players are
+    rated in the classic leaderboard (never the Machiavelox one).
+    """
     @_builtins.property
     def variants(self) -> _classic_pb2.ClassicVariants:
         """The table's variants."""
@@ -187,16 +189,23 @@ class GetLeaderboardRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     LIMIT_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
     """How many rows (default 20, at most 100)."""
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """Which leaderboard. Unset (or RULESET_MACHIAVELOX): the Machiavelox one (competitive
+    points), as before. RULESET_CLASSIC: the ranked classic one, best rating first. Another
+    value: INVALID_ARGUMENT `table/bad-ruleset`.
+    """
     def __init__(
         self,
         *,
         limit: _builtins.int = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -235,22 +244,28 @@ class LeaderboardRow(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     POINTS_FIELD_NUMBER: _builtins.int
     PLAYED_FIELD_NUMBER: _builtins.int
+    RATING_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
     """The player."""
     points: _builtins.int
     """Competitive points."""
     played: _builtins.int
-    """Competitive smazzate played."""
+    """Competitive smazzate played (classic: ranked sessions played)."""
+    rating: _builtins.float
+    """Classic only: the openskill rating's ordinal, mu - 3 sigma (the order of the classic
+    leaderboard; `points` is unset there).
+    """
     def __init__(
         self,
         *,
         player_id: _builtins.str = ...,
         points: _builtins.int = ...,
         played: _builtins.int = ...,
+        rating: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["played", b"played", "player_id", b"player_id", "points", b"points"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["played", b"played", "player_id", b"player_id", "points", b"points", "rating", b"rating"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

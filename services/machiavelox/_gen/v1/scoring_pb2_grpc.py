@@ -73,7 +73,8 @@ class ScoringServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetLeaderboard(self, request, context):
-        """The agorà's global leaderboard (competitive points only, M13.1; no classic results).
+        """The agorà's global leaderboard (competitive points only, M13.1; no classic results), or
+        with ruleset classic the ranked classic leaderboard (openskill ratings).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

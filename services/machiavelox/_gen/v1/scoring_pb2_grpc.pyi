@@ -41,7 +41,9 @@ class ScoringServiceStub:
     of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
     """
     GetLeaderboard: _grpc.UnaryUnaryMultiCallable[_scoring_pb2.GetLeaderboardRequest, _scoring_pb2.GetLeaderboardResponse]
-    """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
+    """The agorà's global leaderboard (competitive points only, M13.1; no classic results), or
+    with ruleset classic the ranked classic leaderboard (openskill ratings).
+    """
     GetStandings: _grpc.UnaryUnaryMultiCallable[_scoring_pb2.GetStandingsRequest, _scoring_pb2.GetStandingsResponse]
     """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
     best first).
@@ -63,7 +65,9 @@ class ScoringServiceAsyncStub(ScoringServiceStub):
     of a classic Machiavelli hand or session (`classic`: idempotent by table and report).
     """
     GetLeaderboard: _aio.UnaryUnaryMultiCallable[_scoring_pb2.GetLeaderboardRequest, _scoring_pb2.GetLeaderboardResponse]  # type: ignore[assignment]
-    """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
+    """The agorà's global leaderboard (competitive points only, M13.1; no classic results), or
+    with ruleset classic the ranked classic leaderboard (openskill ratings).
+    """
     GetStandings: _aio.UnaryUnaryMultiCallable[_scoring_pb2.GetStandingsRequest, _scoring_pb2.GetStandingsResponse]  # type: ignore[assignment]
     """The private standings of a long match (M13.2), or of a classic session (C11: `rows`,
     best first).
@@ -94,7 +98,9 @@ class ScoringServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _scoring_pb2.GetLeaderboardRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_scoring_pb2.GetLeaderboardResponse, _abc.Awaitable[_scoring_pb2.GetLeaderboardResponse]]:
-        """The agorà's global leaderboard (competitive points only, M13.1; no classic results)."""
+        """The agorà's global leaderboard (competitive points only, M13.1; no classic results), or
+        with ruleset classic the ranked classic leaderboard (openskill ratings).
+        """
 
     @_abc_1.abstractmethod
     def GetStandings(
