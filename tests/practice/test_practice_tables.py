@@ -7,6 +7,12 @@ chosen level, which log in and join through the gateway like any app. Over a rea
   server-side bots take the other seats, the person abandons (M11.3) and the bots play the
   smazzata to its end; its result is stored unrated (competitive=false, nobody of the table on
   the leaderboard, M13.1) and the bots are released (the host's gauge back to 0);
+- a person asks for a four-player classic Machiavelli practice table (issue 16; any level: the
+  classic bots have one strength), three classic bots of the host's join it, the person joins,
+  sees the table start with four seats in their first classic snapshot and leaves; the bots
+  play the hand to its end (the person's turns ended by absence, A1), each with its actions
+  and no predictable refusal; the result is stored classic and unrated, and the three bots
+  are released;
 - the bot host refuses bots beyond its maximum (RESOURCE_EXHAUSTED `bots/full`, none
   started) and seats them again once the earlier ones are released (here: their time is up);
 - SeatBots is refused to every role but matchmaking's (PERMISSION_DENIED `auth/role`);
@@ -28,11 +34,14 @@ from machiavelox import rules
 from machiavelox._gen.v1 import (
     bots_pb2,
     bots_pb2_grpc,
+    classic_pb2,
     common_pb2,
     gateway_pb2,
+    matchmaking_pb2,
     scoring_pb2,
     scoring_pb2_grpc,
 )
+from machiavelox.bots.responses import unbatch
 from machiavelox.client.connection import Gateway, Incoming, Refused
 from machiavelox.local.processes import Proc, aio_channel, start, wait_healthy
 from machiavelox.local.up import launch, metrics_port, stop_all
@@ -132,6 +141,59 @@ async def test_an_easy_practice_table_is_played_to_its_end_unrated(
     assert len(done) == 2, done
     for line in done:  # each bot played its smazzata to the end, at its level, as a view allows
         assert "no result" not in line and ", 0 actions" not in line, line
+        assert line.endswith(", 0 predictable refusals"), line
+
+
+async def test_a_classic_practice_table_is_played_to_its_end_by_the_hosts_classic_bots(
+        cluster: dict[str, Proc], person: Gateway) -> None:
+    host = cluster["bot-host"]
+    player = await person.login("cleo")
+    created = await person.agora.CreateFriendlyTable(matchmaking_pb2.CreateFriendlyTableRequest(
+        ruleset=classic_pb2.RULESET_CLASSIC, classic=classic_pb2.ClassicVariants(players=4),
+        practice_level=bots_pb2.BOT_LEVEL_MEDIUM), metadata=person.metadata, timeout=15)
+    await until(lambda: bots_running(host) == 3, "three classic bots started")
+    ticket = person.join_friendly(created.invite_code)
+    seated: list[str] = []
+
+    async def wait() -> None:
+        async for update in ticket.updates():
+            if update.WhichOneof("kind") == "assignment":
+                seated[:] = [update.assignment.table_id, *update.assignment.player_ids]
+                ticket.cancel()
+                return
+
+    await asyncio.wait_for(wait(), STEP_S)
+    table_id, *players = seated
+    assert sorted(players) == ["cleo", "cleo-bot1", "cleo-bot2", "cleo-bot3"], players
+    # the table started: the person's first classic snapshot has its four seats
+    call = person.stub.Play(metadata=person.metadata)
+    await call.write(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id)))
+
+    async def first_snapshot() -> classic_pb2.ClassicView:
+        async for message in call:
+            for response in unbatch(message):
+                if response.WhichOneof("kind") == "classic_snapshot":
+                    return response.classic_snapshot.view
+        raise AssertionError("the Play stream ended without a classic snapshot")
+
+    try:
+        view = await asyncio.wait_for(first_snapshot(), STEP_S)
+    finally:
+        call.cancel()  # the person leaves: their turns end by absence (A1), the bots go on
+    assert len(view.seats) == 4 and view.viewer == players.index(player) + 1  # (p1 = 1)
+    assert view.phase == classic_pb2.CLASSIC_PHASE_PLAYING
+    records = await read_log(cluster["scoring"], lambda r: r.result.table_id == table_id
+                             and r.result.match_ended)
+    result = records[-1].result
+    assert result.ruleset == classic_pb2.RULESET_CLASSIC and result.competitive is False
+    assert list(result.player_ids) == players
+    await until(lambda: bots_running(host) == 0, "the classic bots released")
+    done = [str(r.get("msg", "")) for r in host.logs()
+            if str(r.get("msg", "")).startswith("bot done")
+            and str(r.get("player", "")).startswith("cleo-bot")]
+    assert len(done) == 3, done
+    for line in done:  # each bot played the session to its end, at least one action of its own
+        assert line.startswith("bot done: single,") and ", 0 actions" not in line, line
         assert line.endswith(", 0 predictable refusals"), line
 
 

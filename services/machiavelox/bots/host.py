@@ -5,7 +5,10 @@ servicer (`service.py`) decodes and encodes.
 bots as `machiavelox bots` and the arena's leveled ones: `player.Bot` with its brain): each
 logs in (through the gateway, or with a token the host mints), joins the friendly table with
 the code through the gateway like any app, and plays it to its end. The call returns once they
-are started; it does not wait for their seats.
+are started; it does not wait for their seats. With `classic=True` the bots are
+`classic_player.ClassicInviteBot`s (the classic bots' one strength: any level is accepted and
+plays alike), 1 to 5 of them (a classic table has 2..6 seats), each waiting `CLASSIC_THINK_S`
+of table time before an action so that a person can follow.
 
 Bounded: at most `max_bots` run at once; a call that would pass it is refused whole
 (`Full`: RESOURCE_EXHAUSTED `bots/full`), none of its bots started. A bot is released (its
@@ -22,18 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
 
+from .classic_player import ClassicInviteBot, ClassicOutcome
 from .invite import InviteBot, bot_names
 from .levels import LEVEL_NAMES
 from .player import BotOutcome
 
 log = logging.getLogger(__name__)
 
-MAX_PER_TABLE = 2  # a table has three seats: the person keeps one
+MAX_PER_TABLE = 2  # a Machiavelox table has three seats: the person keeps one
+MAX_PER_CLASSIC_TABLE = 5  # a classic table has 2..6 seats (C1): the person keeps one
+CLASSIC_THINK_S = 2.0  # table seconds a classic bot waits before each action (C7: no race)
+
+Outcome = BotOutcome | ClassicOutcome
 
 
 class HostRefusal(Exception):
@@ -69,18 +77,21 @@ class BotHost:
         self.gateway = gateway
         self.config = config
         self.token_for = token_for
-        self._running: dict[str, asyncio.Task[BotOutcome | None]] = {}  # by bot name
+        self._running: dict[str, asyncio.Task[Outcome | None]] = {}  # by bot name
 
     @property
     def running(self) -> int:
         return len(self._running)
 
-    def seat(self, code: str, level: str, count: int, for_player: str) -> list[str]:
-        """Start `count` bots of `level` for the table of `code`; their names."""
+    def seat(self, code: str, level: str, count: int, for_player: str,
+             classic: bool = False) -> list[str]:
+        """Start `count` bots of `level` for the table of `code` (classic Machiavelli bots with
+        `classic`); their names."""
+        most = MAX_PER_CLASSIC_TABLE if classic else MAX_PER_TABLE
         if level not in LEVEL_NAMES:
             raise BadRequest("bots/bad-level", f"level must be one of {', '.join(LEVEL_NAMES)}")
-        if not 1 <= count <= MAX_PER_TABLE:
-            raise BadRequest("bots/bad-count", f"count must be 1 to {MAX_PER_TABLE}")
+        if not 1 <= count <= most:
+            raise BadRequest("bots/bad-count", f"count must be 1 to {most}")
         if not code or len(code) > 20:
             raise BadRequest("bots/bad-code", "an invite code is needed")
         if self.running + count > self.config.max_bots:
@@ -88,41 +99,56 @@ class BotHost:
                                     f"{self.config.max_bots}; try again later")
         names = bot_names(for_player, count, taken=self._running.__contains__)
         for name in names:
-            bot = InviteBot(name, self.gateway, code, self.config.basic_interval_s, level,
-                            self.config.time_scale, token_for=self.token_for)
-            task = asyncio.create_task(self._run(bot), name=f"bot {name}")
+            task = asyncio.create_task(self._run(name, self._play(name, code, level, classic)),
+                                       name=f"bot {name}")
             self._running[name] = task
             task.add_done_callback(self._released(name))
-        log.info("%d %s bots started for a practice table (%d running)", count, level,
-                 self.running, extra={"player": for_player})
+        log.info("%d %s%s bots started for a practice table (%d running)", count,
+                 "classic " if classic else "", level, self.running,
+                 extra={"player": for_player})
         return names
 
-    def _released(self, name: str) -> Callable[[asyncio.Task[BotOutcome | None]], None]:
-        def release(_: asyncio.Task[BotOutcome | None]) -> None:
+    def _play(self, name: str, code: str, level: str, classic: bool
+              ) -> Callable[[], Awaitable[Outcome]]:
+        """The bot's whole run (login, join by code, the table to its end), not yet started."""
+        if classic:
+            cbot = ClassicInviteBot(name, self.gateway, code, think_s=CLASSIC_THINK_S,
+                                    time_scale=self.config.time_scale)
+            cbot.token_for = self.token_for
+            return cbot.run_classic
+        bot = InviteBot(name, self.gateway, code, self.config.basic_interval_s, level,
+                        self.config.time_scale, token_for=self.token_for)
+        return bot.run
+
+    def _released(self, name: str) -> Callable[[asyncio.Task[Outcome | None]], None]:
+        def release(_: asyncio.Task[Outcome | None]) -> None:
             self._running.pop(name, None)
 
         return release
 
-    async def _run(self, bot: InviteBot) -> BotOutcome | None:
+    async def _run(self, name: str, play: Callable[[], Awaitable[Outcome]]) -> Outcome | None:
         try:
-            outcome = await asyncio.wait_for(bot.run(), self.config.max_bot_s)
+            outcome = await asyncio.wait_for(play(), self.config.max_bot_s)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
             log.warning("bot stopped after %.0f s", self.config.max_bot_s,
-                        extra={"player": bot.name})
+                        extra={"player": name})
             return None
         except grpc.aio.AioRpcError as err:
             log.warning("bot left: %s %s", err.code().name, err.details(),
-                        extra={"player": bot.name})
+                        extra={"player": name})
             return None
         except Exception as err:  # a bot's failure is its own: the host goes on
-            log.warning("bot failed: %r", err, extra={"player": bot.name})
+            log.warning("bot failed: %r", err, extra={"player": name})
             return None
-        log.info("bot done: %s, %d actions, %d races, %d predictable refusals",
-                 outcome.result.ending if outcome.result is not None else "no result",
+        if isinstance(outcome, ClassicOutcome):  # the session's end reason (C11)
+            ending = outcome.result.reason if outcome.result is not None else "no result"
+        else:
+            ending = outcome.result.ending if outcome.result is not None else "no result"
+        log.info("bot done: %s, %d actions, %d races, %d predictable refusals", ending,
                  outcome.actions, outcome.races, len(outcome.predictable),
-                 extra={"player": bot.name, "table_id": outcome.table_id})
+                 extra={"player": name, "table_id": outcome.table_id})
         return outcome
 
     async def close(self) -> None:

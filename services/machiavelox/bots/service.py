@@ -1,6 +1,7 @@
 """`machiavelox bot-host`: the bot host, until SIGTERM. Matchmaking asks it (SeatBots, over
 mutual TLS; only the `matchmaking` role may: platform/authz.py) for the bots of a practice
-table; the bots play through the public gateway like any app (`host.BotHost`).
+table (Machiavelox, or classic Machiavelli with `ruleset` classic); the bots play through the
+public gateway like any app (`host.BotHost`).
 
 The servicer is thin: it decodes the request, calls `BotHost.seat`, and its refusals become
 status codes with their reasons here. Metrics: `machiavelox_bot_host_bots` (bots running now)
@@ -14,7 +15,7 @@ from typing import Any
 import grpc
 from prometheus_client import Gauge
 
-from machiavelox._gen.v1 import bots_pb2, bots_pb2_grpc
+from machiavelox._gen.v1 import bots_pb2, bots_pb2_grpc, classic_pb2
 from machiavelox.identity.tokens import PLAYER_NAME, HmacTokens
 from machiavelox.platform import keepalive
 from machiavelox.platform.entry import run_service
@@ -32,6 +33,9 @@ SERVICE_NAME = "machiavelox.v1.BotHostService"
 
 LEVEL_FROM_PB = {bots_pb2.BOT_LEVEL_BASIC: BASIC, bots_pb2.BOT_LEVEL_EASY: "easy",
                  bots_pb2.BOT_LEVEL_MEDIUM: "medium", bots_pb2.BOT_LEVEL_HARD: "hard"}
+# Which bots (True: classic Machiavelli's); unset: Machiavelox's, as before the field existed.
+CLASSIC_FROM_PB = {classic_pb2.RULESET_UNSPECIFIED: False,
+                   classic_pb2.RULESET_MACHIAVELOX: False, classic_pb2.RULESET_CLASSIC: True}
 
 
 class BotHostServicer(bots_pb2_grpc.BotHostServiceServicer):
@@ -45,9 +49,12 @@ class BotHostServicer(bots_pb2_grpc.BotHostServiceServicer):
             raise invalid_argument("bots/bad-level", "level must be basic, easy, medium or hard")
         if request.for_player and not PLAYER_NAME.fullmatch(request.for_player):
             raise invalid_argument("bots/bad-player", "for_player is a player name")
+        classic = CLASSIC_FROM_PB.get(request.ruleset)
+        if classic is None:
+            raise invalid_argument("bots/bad-ruleset", f"unknown ruleset {request.ruleset}")
         try:
             names = self.host.seat(request.invite_code, level, request.count,
-                                   request.for_player)
+                                   request.for_player, classic=classic)
         except Full as err:
             raise resource_exhausted(err.reason, err.message) from None
         except HostRefusal as err:

@@ -1,6 +1,7 @@
 """Matchmaking's gRPC client of the bot host (`practice.Bots`): SeatBots, as `matchmaking`
 (the one role the bot host serves it to: platform/authz.py). Levels travel as their names
-here ("basic", "easy", ...) and as `BotLevel` on the wire; matchmaking never imports the bots.
+here ("basic", "easy", ...) and as `BotLevel` on the wire, a classic table's bots with
+`ruleset` classic; matchmaking never imports the bots.
 
 What an answer means:
 - answered: the bots are started;
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import grpc
 
-from machiavelox._gen.v1 import bots_pb2, bots_pb2_grpc
+from machiavelox._gen.v1 import bots_pb2, bots_pb2_grpc, classic_pb2
 from machiavelox.platform.errors import REASON_KEY
 from machiavelox.platform.tls import Connect
 
@@ -39,11 +40,16 @@ class BotHostClient:
         self._stub = bots_pb2_grpc.BotHostServiceStub(self._channel)
         self.timeout_s = timeout_s
 
-    async def seat(self, code: str, level: str, count: int, for_player: str) -> list[str]:
+    async def seat(self, code: str, level: str, count: int, for_player: str,
+                   classic: bool = False) -> list[str]:
+        # (Machiavelox's bots leave the ruleset unset, as before it existed: an older host
+        # serves them unchanged)
+        ruleset = classic_pb2.RULESET_CLASSIC if classic else classic_pb2.RULESET_UNSPECIFIED
         try:
             reply: bots_pb2.SeatBotsResponse = await self._stub.SeatBots(
                 bots_pb2.SeatBotsRequest(invite_code=code, level=LEVEL_TO_PB[level],
-                                         count=count, for_player=for_player),
+                                         count=count, for_player=for_player,
+                                         ruleset=ruleset),
                 timeout=self.timeout_s)
         except grpc.aio.AioRpcError as err:
             reason = _reason(err)

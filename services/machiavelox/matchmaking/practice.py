@@ -1,10 +1,13 @@
-"""Practice tables (issue 15): a friendly lobby of the person's own, and two server-side bots
-of a chosen level in two of its seats.
+"""Practice tables (issue 15): a friendly lobby of the person's own, and server-side bots of a
+chosen level in every other seat (two at a Machiavelox table; `players - 1` at a classic
+Machiavelli one, issue 16).
 
-`Practice.create(player, level)` opens the person's friendly lobby (a single match, like any
-friendly table: `competitive=false`, so no rating and no leaderboard, M13.1) and asks the bot
-host (`Bots`, behind `bothost.BotHostClient`) to seat two bots with its code; the person then
-joins it with JoinFriendlyTable as usual and the table starts once the three are in. If the
+`Practice.create(player, level, table)` opens the person's friendly lobby (a single match, like
+any friendly table: `competitive=false`, so no rating and no leaderboard, M13.1; `table`: the
+Machiavelox rules, or a classic table's from `classic_rules.rules_of`) and asks the bot host
+(`Bots`, behind `bothost.BotHostClient`) to seat `table.seats - 1` bots with its code (classic
+bots for a classic table); the person then joins it with JoinFriendlyTable as usual and the
+table starts once every seat is taken. If the
 bot host cannot be had, the lobby is dropped again (none is left behind) and the call fails:
 UNAVAILABLE `practice/unavailable` (the host down or unreachable), or the host's own refusal
 (RESOURCE_EXHAUSTED `bots/full`). A creator whose open lobby already has players (a retried
@@ -22,11 +25,9 @@ from machiavelox import rules
 
 from .agora import Agora
 from .codes import code_ref
-from .queue import WaitError
+from .queue import MACHIAVELOX, TableRules, WaitError
 
 log = logging.getLogger(__name__)
-
-BOTS_PER_TABLE = 2
 
 
 class BotsUnavailable(WaitError):
@@ -53,8 +54,10 @@ class PracticeOff(WaitError):
 
 
 class Bots(Protocol):
-    async def seat(self, code: str, level: str, count: int, for_player: str) -> list[str]:
-        """Start `count` bots of `level` for the lobby of `code`; their names."""
+    async def seat(self, code: str, level: str, count: int, for_player: str,
+                   classic: bool = False) -> list[str]:
+        """Start `count` bots of `level` for the lobby of `code` (classic Machiavelli bots
+        with `classic`); their names."""
         ...
 
 
@@ -64,22 +67,24 @@ class Practice:
         self.agora = agora
         self.bots = bots
 
-    async def create(self, player: str, level: str) -> str:
-        """The invite code of the person's practice table, its bots asked for."""
+    async def create(self, player: str, level: str, table: TableRules = MACHIAVELOX) -> str:
+        """The invite code of the person's practice table of `table`'s rules, its bots asked
+        for (every seat but the person's)."""
         if self.bots is None:
             raise PracticeOff()
-        code = await self.agora.create_friendly(player, rules.MatchKind.SINGLE)
+        code = await self.agora.create_friendly(player, rules.MatchKind.SINGLE, table)
         lobby = await self.agora.store.lobby(code)
         if lobby is not None and lobby.players:
             return code  # a retried call: its bots were asked for (or friends sit there)
+        classic = bool(table.classic)
         try:
-            names = await self.bots.seat(code, level, BOTS_PER_TABLE, player)
+            names = await self.bots.seat(code, level, table.seats - 1, player, classic)
         except (BotsUnavailable, BotsRefused) as err:
             dropped = await self.agora.store.drop_lobby(code)
             log.warning("no practice bots (%s): the lobby is %s", err.reason,
                         "dropped" if dropped else "left to its time to live",
                         extra={"player": player, "code": code_ref(code)})
             raise
-        log.info("practice table: %s bots %s", level, ", ".join(names),
-                 extra={"player": player, "code": code_ref(code)})
+        log.info("practice %stable: %s bots %s", "classic " if classic else "", level,
+                 ", ".join(names), extra={"player": player, "code": code_ref(code)})
         return code

@@ -164,13 +164,17 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                               request: matchmaking_pb2.CreateFriendlyTableRequest
                               ) -> matchmaking_pb2.CreateFriendlyTableResponse:
         """A classic Machiavelli friendly table (issue 16): its variants checked now, by the
-        engine's rules (INVALID_ARGUMENT `variant/...`), its seats theirs (2..6)."""
-        if request.practice_level:
-            raise invalid_argument("practice/classic",
-                                   "practice tables play Machiavelox only, for now")
+        engine's rules (INVALID_ARGUMENT `variant/...`), its seats theirs (2..6); with a
+        practice level, a classic practice table (the bot host's classic bots in the others)."""
+        level = _PRACTICE_FROM_PB.get(request.practice_level)
+        if request.practice_level and level is None:
+            raise invalid_argument("practice/bad-level", "practice_level is not a level")
         table = rules_of(request.classic)
         with refusals():  # (a classic session is in its variants: `kind` says nothing)
-            code = await self.agora.create_friendly(player, rules.MatchKind.SINGLE, table)
+            if level is None:
+                code = await self.agora.create_friendly(player, rules.MatchKind.SINGLE, table)
+            else:
+                code = await self.practice.create(player, level, table)
         return matchmaking_pb2.CreateFriendlyTableResponse(invite_code=code)
 
     async def JoinFriendlyTable(self, request: matchmaking_pb2.JoinFriendlyTableRequest,

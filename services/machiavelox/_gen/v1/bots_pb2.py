@@ -23,21 +23,22 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from machiavelox._gen.v1 import classic_pb2 as machiavelox_dot_v1_dot_classic__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19machiavelox/v1/bots.proto\x12\x0emachiavelox.v1\"r\n\x0fSeatBotsRequest\x12\x13\n\x0binvite_code\x18\x01 \x01(\t\x12\'\n\x05level\x18\x02 \x01(\x0e\x32\x18.machiavelox.v1.BotLevel\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x12\n\nfor_player\x18\x04 \x01(\t\"#\n\x10SeatBotsResponse\x12\x0f\n\x07\x62ot_ids\x18\x01 \x03(\t*x\n\x08\x42otLevel\x12\x19\n\x15\x42OT_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x42OT_LEVEL_BASIC\x10\x01\x12\x12\n\x0e\x42OT_LEVEL_EASY\x10\x02\x12\x14\n\x10\x42OT_LEVEL_MEDIUM\x10\x03\x12\x12\n\x0e\x42OT_LEVEL_HARD\x10\x04\x32_\n\x0e\x42otHostService\x12M\n\x08SeatBots\x12\x1f.machiavelox.v1.SeatBotsRequest\x1a .machiavelox.v1.SeatBotsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19machiavelox/v1/bots.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\"\x9c\x01\n\x0fSeatBotsRequest\x12\x13\n\x0binvite_code\x18\x01 \x01(\t\x12\'\n\x05level\x18\x02 \x01(\x0e\x32\x18.machiavelox.v1.BotLevel\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x12\n\nfor_player\x18\x04 \x01(\t\x12(\n\x07ruleset\x18\x05 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\"#\n\x10SeatBotsResponse\x12\x0f\n\x07\x62ot_ids\x18\x01 \x03(\t*x\n\x08\x42otLevel\x12\x19\n\x15\x42OT_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x42OT_LEVEL_BASIC\x10\x01\x12\x12\n\x0e\x42OT_LEVEL_EASY\x10\x02\x12\x14\n\x10\x42OT_LEVEL_MEDIUM\x10\x03\x12\x12\n\x0e\x42OT_LEVEL_HARD\x10\x04\x32_\n\x0e\x42otHostService\x12M\n\x08SeatBots\x12\x1f.machiavelox.v1.SeatBotsRequest\x1a .machiavelox.v1.SeatBotsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machiavelox.v1.bots_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BOTLEVEL']._serialized_start=198
-  _globals['_BOTLEVEL']._serialized_end=318
-  _globals['_SEATBOTSREQUEST']._serialized_start=45
-  _globals['_SEATBOTSREQUEST']._serialized_end=159
-  _globals['_SEATBOTSRESPONSE']._serialized_start=161
-  _globals['_SEATBOTSRESPONSE']._serialized_end=196
-  _globals['_BOTHOSTSERVICE']._serialized_start=320
-  _globals['_BOTHOSTSERVICE']._serialized_end=415
+  _globals['_BOTLEVEL']._serialized_start=271
+  _globals['_BOTLEVEL']._serialized_end=391
+  _globals['_SEATBOTSREQUEST']._serialized_start=76
+  _globals['_SEATBOTSREQUEST']._serialized_end=232
+  _globals['_SEATBOTSRESPONSE']._serialized_start=234
+  _globals['_SEATBOTSRESPONSE']._serialized_end=269
+  _globals['_BOTHOSTSERVICE']._serialized_start=393
+  _globals['_BOTHOSTSERVICE']._serialized_end=488
 # @@protoc_insertion_point(module_scope)

@@ -9,6 +9,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from machiavelox._gen.v1 import classic_pb2 as _classic_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -62,14 +63,20 @@ class SeatBotsRequest(_message.Message):
     LEVEL_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     FOR_PLAYER_FIELD_NUMBER: _builtins.int
+    RULESET_FIELD_NUMBER: _builtins.int
     invite_code: _builtins.str
     """The table's invite code (as CreateFriendlyTable returned it)."""
     level: Global___BotLevel.ValueType
     """Their strength."""
     count: _builtins.int
-    """How many (1 or 2: a table has three seats)."""
+    """How many: 1 or 2 at a Machiavelox table (three seats), 1 to 5 at a classic one (2..6)."""
     for_player: _builtins.str
     """The player who asked for the table: the bots are named after them (`<player>-bot1`)."""
+    ruleset: _classic_pb2.Ruleset.ValueType
+    """Which bots. Unset (or RULESET_MACHIAVELOX): Machiavelox bots of `level`, as before.
+    RULESET_CLASSIC: classic Machiavelli bots (one strength today: any level is accepted and
+    they play alike; docs/bots.md). Another value: INVALID_ARGUMENT `bots/bad-ruleset`.
+    """
     def __init__(
         self,
         *,
@@ -77,10 +84,11 @@ class SeatBotsRequest(_message.Message):
         level: Global___BotLevel.ValueType = ...,
         count: _builtins.int = ...,
         for_player: _builtins.str = ...,
+        ruleset: _classic_pb2.Ruleset.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "for_player", b"for_player", "invite_code", b"invite_code", "level", b"level"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "for_player", b"for_player", "invite_code", b"invite_code", "level", b"level", "ruleset", b"ruleset"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

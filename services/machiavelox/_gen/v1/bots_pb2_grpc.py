@@ -51,9 +51,11 @@ class BotHostServiceServicer:
 
     def SeatBots(self, request, context):
         """Start `count` bots of `level` that log in through the gateway, join the friendly table of
-        `invite_code` and play it to its end. Answered once the bots are started (not seated).
+        `invite_code` and play it to its end (Machiavelox bots, or classic Machiavelli bots for
+        `ruleset` classic). Answered once the bots are started (not seated).
         RESOURCE_EXHAUSTED `bots/full` when they would take this host past its maximum of bots;
-        INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`.
+        INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`,
+        `bots/bad-ruleset`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

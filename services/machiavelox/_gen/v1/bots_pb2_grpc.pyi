@@ -38,9 +38,11 @@ class BotHostServiceStub:
     def __new__(cls, channel: _aio.Channel) -> BotHostServiceAsyncStub: ...
     SeatBots: _grpc.UnaryUnaryMultiCallable[_bots_pb2.SeatBotsRequest, _bots_pb2.SeatBotsResponse]
     """Start `count` bots of `level` that log in through the gateway, join the friendly table of
-    `invite_code` and play it to its end. Answered once the bots are started (not seated).
+    `invite_code` and play it to its end (Machiavelox bots, or classic Machiavelli bots for
+    `ruleset` classic). Answered once the bots are started (not seated).
     RESOURCE_EXHAUSTED `bots/full` when they would take this host past its maximum of bots;
-    INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`.
+    INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`,
+    `bots/bad-ruleset`.
     """
 
 @_typing.type_check_only
@@ -52,9 +54,11 @@ class BotHostServiceAsyncStub(BotHostServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     SeatBots: _aio.UnaryUnaryMultiCallable[_bots_pb2.SeatBotsRequest, _bots_pb2.SeatBotsResponse]  # type: ignore[assignment]
     """Start `count` bots of `level` that log in through the gateway, join the friendly table of
-    `invite_code` and play it to its end. Answered once the bots are started (not seated).
+    `invite_code` and play it to its end (Machiavelox bots, or classic Machiavelli bots for
+    `ruleset` classic). Answered once the bots are started (not seated).
     RESOURCE_EXHAUSTED `bots/full` when they would take this host past its maximum of bots;
-    INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`.
+    INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`,
+    `bots/bad-ruleset`.
     """
 
 class BotHostServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -69,9 +73,11 @@ class BotHostServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_bots_pb2.SeatBotsResponse, _abc.Awaitable[_bots_pb2.SeatBotsResponse]]:
         """Start `count` bots of `level` that log in through the gateway, join the friendly table of
-        `invite_code` and play it to its end. Answered once the bots are started (not seated).
+        `invite_code` and play it to its end (Machiavelox bots, or classic Machiavelli bots for
+        `ruleset` classic). Answered once the bots are started (not seated).
         RESOURCE_EXHAUSTED `bots/full` when they would take this host past its maximum of bots;
-        INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`.
+        INVALID_ARGUMENT `bots/bad-level`, `bots/bad-count`, `bots/bad-code`, `bots/bad-player`,
+        `bots/bad-ruleset`.
         """
 
 def add_BotHostServiceServicer_to_server(servicer: BotHostServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -267,9 +267,10 @@ class CreateFriendlyTableRequest(_message.Message):
     ruleset: _classic_pb2.Ruleset.ValueType
     """The rules the table plays. Unset (or RULESET_MACHIAVELOX): a Machiavelox table, three
     seats, as before. RULESET_CLASSIC: a classic Machiavelli table of `classic.players` seats
-    (2..6) with those variants; `kind` is ignored (the session is in the variants) and practice
-    levels are refused (INVALID_ARGUMENT `practice/classic`). Another value: INVALID_ARGUMENT
-    `table/bad-ruleset`.
+    (2..6) with those variants; `kind` is ignored (the session is in the variants); with a
+    practice level, a classic practice table: the bot host seats `classic.players - 1` classic
+    bots (one strength today: every level plays alike), with the refusals above. Another value:
+    INVALID_ARGUMENT `table/bad-ruleset`.
     """
     @_builtins.property
     def classic(self) -> _classic_pb2.ClassicVariants:

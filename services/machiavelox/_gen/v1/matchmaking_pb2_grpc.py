@@ -79,7 +79,8 @@ class MatchmakingServiceServicer:
 
     def CreateFriendlyTable(self, request, context):
         """Create a private table (single or long match) with an invite code; with a practice
-        level, a practice table: two server-side bots of that level take two of its seats.
+        level, a practice table: server-side bots of that level take every other seat (two at a
+        Machiavelox table, `classic.players - 1` at a classic one).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

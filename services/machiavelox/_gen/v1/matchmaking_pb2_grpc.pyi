@@ -42,7 +42,8 @@ class MatchmakingServiceStub:
     """Leave the queue."""
     CreateFriendlyTable: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]
     """Create a private table (single or long match) with an invite code; with a practice
-    level, a practice table: two server-side bots of that level take two of its seats.
+    level, a practice table: server-side bots of that level take every other seat (two at a
+    Machiavelox table, `classic.players - 1` at a classic one).
     """
     JoinFriendlyTable: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.JoinFriendlyTableRequest, _matchmaking_pb2.JoinFriendlyTableResponse]
     """Join a private table by its code; the stream reports waiting and then the assignment."""
@@ -60,7 +61,8 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     """Leave the queue."""
     CreateFriendlyTable: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateFriendlyTableRequest, _matchmaking_pb2.CreateFriendlyTableResponse]  # type: ignore[assignment]
     """Create a private table (single or long match) with an invite code; with a practice
-    level, a practice table: two server-side bots of that level take two of its seats.
+    level, a practice table: server-side bots of that level take every other seat (two at a
+    Machiavelox table, `classic.players - 1` at a classic one).
     """
     JoinFriendlyTable: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.JoinFriendlyTableRequest, _matchmaking_pb2.JoinFriendlyTableResponse]  # type: ignore[assignment]
     """Join a private table by its code; the stream reports waiting and then the assignment."""
@@ -93,7 +95,8 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.CreateFriendlyTableResponse, _abc.Awaitable[_matchmaking_pb2.CreateFriendlyTableResponse]]:
         """Create a private table (single or long match) with an invite code; with a practice
-        level, a practice table: two server-side bots of that level take two of its seats.
+        level, a practice table: server-side bots of that level take every other seat (two at a
+        Machiavelox table, `classic.players - 1` at a classic one).
         """
 
     @_abc_1.abstractmethod
