@@ -36,19 +36,15 @@ from machiavelox._gen.v1 import (
     scoring_pb2_grpc,
 )
 from machiavelox.bots.classic_player import ClassicInviteBot, ClassicOutcome
-from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
+from machiavelox.local.processes import Proc, aio_channel
 from machiavelox.matchmaking.ranked import ranked_variants
-from tests.classic_cluster.test_session_e2e import Subscriber
+from tests.classic_cluster.cluster import SCALE, Subscriber, classic_cluster
 from tests.services.matchmaking.test_lost_tables import until_assigned
 from tests.support.agora import next_update, reason, tokens
 from tests.support.client import bearer
-from tests.support.pg import pg_schema
 
 pytestmark = pytest.mark.timeout(90)
 
-KEY = "test-key-0123456789abcdef"
-SCALE = 10  # the rules clock
-SEED = 3  # the shard's deals
 SESSION = "single"  # the ranked tables' session here (threshold 100 by default)
 QUEUE_S = 20.0  # the most a bot waits for its assignment, and for the others'
 MAX_GAME_S = 60.0  # the most one bot plays (then the test fails)
@@ -60,37 +56,9 @@ NO_SUCH_RULESET = classic_pb2.Ruleset.ValueType(99)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
-    tmp = tmp_path_factory.mktemp("classic-ranked")
-    procs: dict[str, Proc] = {}
-    with pg_schema("test_classic_ranked") as (url, _):
-        try:
-            procs["scoring"] = start("scoring", "scoring", {
-                "MACHIAVELOX_SCORING_DATABASE_URL": url, "MACHIAVELOX_METRICS_PORT": "0"}, tmp)
-            scoring = procs["scoring"].address
-            shard_port = free_port()
-            shards = f"shard-0=127.0.0.1:{shard_port}"
-            procs["shard"] = start("shard", "table", {
-                "MACHIAVELOX_SHARD_ID": "shard-0", "MACHIAVELOX_TABLE_PORT": str(shard_port),
-                "MACHIAVELOX_SCORING_ADDRESS": scoring, "MACHIAVELOX_PRESENCE_ADDRESS": "",
-                "MACHIAVELOX_METRICS_PORT": "0", "MACHIAVELOX_TABLE_TIME_SCALE": str(SCALE),
-                "MACHIAVELOX_TABLE_DEAL_SEED": str(SEED)}, tmp)
-            procs["matchmaking"] = start("matchmaking", "matchmaking", {
-                "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
-                "MACHIAVELOX_SCORING_ADDRESS": scoring, "MACHIAVELOX_METRICS_PORT": "0",
-                "MACHIAVELOX_MATCHMAKING_TICK_MS": "50",
-                "MACHIAVELOX_MATCHMAKING_RANKED_CLASSIC_SESSION": SESSION}, tmp)
-            procs["gateway"] = start("gateway", "gateway", {
-                "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-                "MACHIAVELOX_GATEWAY_SHARDS": shards, "MACHIAVELOX_PRESENCE_ADDRESS": "",
-                "MACHIAVELOX_METRICS_PORT": "0",
-                "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": procs["matchmaking"].address,
-                # the bots act at the sped-up clock's pace; the buckets count real seconds
-                "MACHIAVELOX_GATEWAY_ACTION_RATE": "50", "MACHIAVELOX_GATEWAY_ACTION_BURST": "100",
-                "MACHIAVELOX_GATEWAY_RESYNC_RATE": "50",
-                "MACHIAVELOX_GATEWAY_RESYNC_BURST": "100"}, tmp)
-            yield procs
-        finally:  # the gateway first, then matchmaking, the shard, scoring
-            check_all_clean(reversed(list(procs.values())))
+    with classic_cluster(tmp_path_factory.mktemp("classic-ranked"), "test_classic_ranked",
+                         {"MACHIAVELOX_MATCHMAKING_RANKED_CLASSIC_SESSION": SESSION}) as procs:
+        yield procs
 
 
 class Meeting:

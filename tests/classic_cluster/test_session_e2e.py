@@ -37,17 +37,14 @@ from machiavelox._gen.v1 import (
     scoring_pb2_grpc,
 )
 from machiavelox.bots.classic_player import ClassicInviteBot, ClassicOutcome
-from machiavelox.local.processes import Proc, aio_channel, check_all_clean, free_port, start
+from machiavelox.local.processes import Proc, aio_channel
+from tests.classic_cluster.cluster import SCALE, Subscriber, classic_cluster
 from tests.services.matchmaking.test_lost_tables import until_assigned
 from tests.support.agora import next_update, reason, tokens
 from tests.support.client import bearer
-from tests.support.pg import pg_schema
 
 pytestmark = pytest.mark.timeout(90)
 
-KEY = "test-key-0123456789abcdef"
-SCALE = 10  # the rules clock
-SEED = 3  # the shard's deals
 MAX_GAME_S = 75.0  # the most one bot plays (then the test fails)
 WAIT_S = 30.0  # the most the results or the freed seats may lag the game's end
 POLL_S = 0.1
@@ -56,31 +53,6 @@ SESSION = classic_pb2.ClassicVariants(
     players=4, jokers=2, opening=36, session=classic_pb2.CLASSIC_SESSION_KIND_HANDS,
     session_n=2)
 SIX = classic_pb2.ClassicVariants(players=6, decks=3)
-
-
-class Subscriber:
-    """Scoring's results log as a subscriber reads it: from offset 0, kept open."""
-
-    def __init__(self) -> None:
-        self.records: list[scoring_pb2.ResultRecord] = []
-
-    async def follow(self, scoring: Proc) -> None:
-        async with aio_channel(scoring, "results-reader") as channel:
-            stream = scoring_pb2_grpc.ScoringServiceStub(channel).SubscribeResults(
-                scoring_pb2.SubscribeResultsRequest(from_offset=0))
-            async for item in stream:
-                self.records.append(item.record)
-
-    def of(self, players: list[str]) -> list[scoring_pb2.ReportResultRequest]:
-        return [r.result for r in self.records if list(r.result.player_ids) == players]
-
-    async def until_ended(self, players: list[str]) -> list[scoring_pb2.ReportResultRequest]:
-        """The records of the table of `players`, once one says its session ended."""
-        for _ in range(int(WAIT_S / POLL_S)):
-            if any(r.match_ended for r in self.of(players)):
-                return self.of(players)
-            await asyncio.sleep(POLL_S)
-        raise AssertionError(f"no session end of {players} in the log: {self.of(players)}")
 
 
 @dataclass
@@ -95,39 +67,11 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
-    tmp = tmp_path_factory.mktemp("classic-session")
-    procs: dict[str, Proc] = {}
-    with pg_schema("test_classic_session") as (url, _):
-        try:
-            procs["scoring"] = start("scoring", "scoring", {
-                "MACHIAVELOX_SCORING_DATABASE_URL": url, "MACHIAVELOX_METRICS_PORT": "0"}, tmp)
-            scoring = procs["scoring"].address
-            shard_port = free_port()
-            shards = f"shard-0=127.0.0.1:{shard_port}"
-            procs["shard"] = start("shard", "table", {
-                "MACHIAVELOX_SHARD_ID": "shard-0", "MACHIAVELOX_TABLE_PORT": str(shard_port),
-                "MACHIAVELOX_SCORING_ADDRESS": scoring, "MACHIAVELOX_PRESENCE_ADDRESS": "",
-                "MACHIAVELOX_METRICS_PORT": "0", "MACHIAVELOX_TABLE_TIME_SCALE": str(SCALE),
-                "MACHIAVELOX_TABLE_DEAL_SEED": str(SEED)}, tmp)
-            procs["matchmaking"] = start("matchmaking", "matchmaking", {
-                "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
-                "MACHIAVELOX_SCORING_ADDRESS": scoring, "MACHIAVELOX_METRICS_PORT": "0",
-                "MACHIAVELOX_MATCHMAKING_TICK_MS": "50",
-                "MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S": "3600",  # results.py frees, not it
-                "MACHIAVELOX_MATCHMAKING_JOIN_FRIENDLY_RATE": "50",
-                "MACHIAVELOX_MATCHMAKING_JOIN_FRIENDLY_BURST": "200"}, tmp)
-            procs["gateway"] = start("gateway", "gateway", {
-                "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
-                "MACHIAVELOX_GATEWAY_SHARDS": shards, "MACHIAVELOX_PRESENCE_ADDRESS": "",
-                "MACHIAVELOX_METRICS_PORT": "0",
-                "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": procs["matchmaking"].address,
-                # the bots act at the sped-up clock's pace; the buckets count real seconds
-                "MACHIAVELOX_GATEWAY_ACTION_RATE": "50", "MACHIAVELOX_GATEWAY_ACTION_BURST": "100",
-                "MACHIAVELOX_GATEWAY_RESYNC_RATE": "50",
-                "MACHIAVELOX_GATEWAY_RESYNC_BURST": "100"}, tmp)
-            yield procs
-        finally:  # the gateway first, then matchmaking, the shard, scoring
-            check_all_clean(reversed(list(procs.values())))
+    with classic_cluster(tmp_path_factory.mktemp("classic-session"), "test_classic_session", {
+            "MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S": "3600",  # results.py frees, not it
+            "MACHIAVELOX_MATCHMAKING_JOIN_FRIENDLY_RATE": "50",
+            "MACHIAVELOX_MATCHMAKING_JOIN_FRIENDLY_BURST": "200"}) as procs:
+        yield procs
 
 
 @pytest.fixture
