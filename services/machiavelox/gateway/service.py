@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 MAX_ACTION_ID = 64
 JOIN_WAIT_S = 10.0  # a Play stream's first message (its Join) must come within this
+LAST_WRITE_S = 0.5  # at a session's end, the most its write in flight is waited for
 
 
 class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
@@ -97,6 +98,11 @@ class Gateway(gateway_pb2_grpc.GatewayServiceServicer):
                 await reader
             link.unsubscribe(session)
             self.presence.connected(player, False)
+            # the write in flight may be the one an action's outcome waits for (the app can
+            # read it and hang up before the writer resumes): let it finish, briefly, so the
+            # outcome is told as it was, not as "unanswered"
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(session.written(), LAST_WRITE_S)
             self.observer.closed(session)
             if metrics is not None:
                 metrics.stream_closed()
