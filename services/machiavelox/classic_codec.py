@@ -15,7 +15,7 @@ from machiavelox._gen.v1 import classic_pb2 as cpb
 from machiavelox._gen.v1 import common_pb2 as pb
 from machiavelox.classic import Aces, Scoring, Seat, SessionKind, VariantError, Variants
 from machiavelox.platform.errors import invalid_argument
-from machiavelox.rules import Card
+from machiavelox.rules import Card, MeldKind
 
 _E = TypeVar("_E")
 
@@ -32,6 +32,7 @@ _SCORING_OF: dict[int, Scoring] = {int(w): s for s, w in _SCORING.items()}
 _SESSION_OF: dict[int, SessionKind] = {int(w): k for k, w in _SESSION.items()}
 _PHASE = {"playing": cpb.CLASSIC_PHASE_PLAYING, "between": cpb.CLASSIC_PHASE_BETWEEN,
           "ended": cpb.CLASSIC_PHASE_ENDED}
+_PHASE_OF: dict[int, str] = {int(w): p for p, w in _PHASE.items()}
 _KIND: dict[str, pb.ClassicEventKind.ValueType] = {
     name[len("CLASSIC_EVENT_KIND_"):].lower().replace("_", "-"): value
     for name, value in pb.ClassicEventKind.items() if value}
@@ -215,6 +216,40 @@ def view_to_pb(view: classic.ClassicView, table_id: str, variants: Variants) -> 
     if view.result is not None:
         msg.result.CopyFrom(session_result_to_pb(view.result))
     return msg
+
+
+def view_from_pb(msg: cpb.ClassicView) -> classic.ClassicView:
+    """The engine's view of a wire `ClassicView` (the inverse of `view_to_pb`, as an app or a
+    bot reads it back)."""
+    def seats(values: object) -> tuple[Seat, ...]:
+        return tuple(seat_from_pb(v) for v in values)  # type: ignore[attr-defined]
+
+    hand_result = None
+    if msg.HasField("last_hand"):
+        h = msg.last_hand
+        hand_result = classic.HandResult(seats(h.winners), h.ending, tuple(h.points),
+                                         tuple(h.scores))
+    result = None
+    if msg.HasField("result"):
+        r = msg.result
+        result = classic.SessionResult(seats(r.winners), tuple(r.totals), seats(r.standings),
+                                       r.reason)
+    turn = None if msg.turn == 0 else seat_from_pb(msg.turn)
+    return classic.ClassicView(
+        viewer=seat_from_pb(msg.viewer), now_ms=msg.now_ms,
+        phase=_PHASE_OF.get(msg.phase, "playing"), rules="", hand_number=msg.hand_number,
+        hand=_cards_from_pb(msg.hand),
+        seats=tuple(classic.SeatView(seat_from_pb(s.seat),
+                                     "eliminated" if s.eliminated else "active", s.playing,
+                                     s.hand_count, s.opened, s.total) for s in msg.seats),
+        table=tuple(classic.MeldView(m.id, _cards_from_pb(m.cards),
+                                     tuple(f or None for f in m.stands_for),
+                                     MeldKind(m.kind) if m.kind else None) for m in msg.table),
+        stock_count=msg.stock_count, turn=turn,
+        turn_started_ms=msg.turn_started_ms if turn is not None else None,
+        turn_ends_ms=msg.turn_ends_ms or None, time_left_ms=msg.time_left_ms or None,
+        turn_changed=msg.turn_changed, standings=seats(msg.standings),
+        last_hand=hand_result, result=result)
 
 
 def hand_result_to_pb(h: classic.HandResult) -> cpb.ClassicHandResult:

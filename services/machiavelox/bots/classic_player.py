@@ -3,12 +3,12 @@ the invite code (`invite.InviteBot`'s login and JoinFriendlyTable, unchanged) an
 its end through the gateway's Play stream as an app does (docs/protocol.md, "Playing a classic
 table through the gateway"), with a `ClassicBot` brain on the view the gateway sent.
 
-- Every `classic_snapshot` is read back into the engine's `ClassicView` (`view_from_pb`): the
-  bot sees exactly the player's view. On its turn it decides (the solver in a worker thread:
-  the heartbeats go on), waits `think_s` (table pace: divided by `time_scale`), sends the
-  `classic_action`; on its `Ack` or `ActionRefused` it tells the brain and asks for a fresh
-  snapshot (`Resync`). Not its turn: it waits for the next `turn` event, or looks again after
-  `idle_s`.
+- Every `classic_snapshot` is read back into the engine's `ClassicView`
+  (`classic_codec.view_from_pb`): the bot sees exactly the player's view. On its turn it
+  decides (the solver in a worker thread: the heartbeats go on), waits `think_s` (table
+  pace: divided by `time_scale`), sends the `classic_action`; on its `Ack` or
+  `ActionRefused` it tells the brain and asks for a fresh snapshot (`Resync`). Not its
+  turn: it waits for the next `turn` event, or looks again after `idle_s`.
 - Heartbeats every second (the sign of life that keeps absence away, A1).
 - A dropped stream is resumed: a new Play stream with `Join{last_seq}` (exactly the events
   missed), a `Resync` for a view, and an action in flight sent again with the same
@@ -32,8 +32,6 @@ import grpc
 
 from machiavelox import classic, classic_codec
 from machiavelox._gen.v1 import classic_pb2, gateway_pb2
-from machiavelox.classic import ClassicView, HandResult, MeldView, SeatView, SessionResult
-from machiavelox.rules import MeldKind
 
 from .classic_mind import ClassicBot
 from .invite import InviteBot
@@ -47,45 +45,6 @@ RESUME_PAUSE_S = 0.5
 HEARTBEAT_S = 1.0
 RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                      grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL})
-_PHASES = {classic_pb2.CLASSIC_PHASE_PLAYING: "playing",
-           classic_pb2.CLASSIC_PHASE_BETWEEN: "between", classic_pb2.CLASSIC_PHASE_ENDED: "ended"}
-
-
-# ---------------------------------------------------------------------------- the wire view
-def _seats(values: Any) -> tuple[classic.Seat, ...]:
-    return tuple(classic_codec.seat_from_pb(v) for v in values)
-
-
-def _cards(msgs: Any) -> tuple[classic.ClassicCard, ...]:
-    return tuple(classic_codec.card_from_pb(m) for m in msgs)
-
-
-def view_from_pb(msg: classic_pb2.ClassicView) -> ClassicView:
-    """The engine's view of a wire `ClassicView` (the inverse of `classic_codec.view_to_pb`)."""
-    hand_result = None
-    if msg.HasField("last_hand"):
-        h = msg.last_hand
-        hand_result = HandResult(_seats(h.winners), h.ending, tuple(h.points), tuple(h.scores))
-    result = None
-    if msg.HasField("result"):
-        r = msg.result
-        result = SessionResult(_seats(r.winners), tuple(r.totals), _seats(r.standings),
-                               r.reason)
-    turn = None if msg.turn == 0 else classic_codec.seat_from_pb(msg.turn)
-    return ClassicView(
-        viewer=classic_codec.seat_from_pb(msg.viewer), now_ms=msg.now_ms,
-        phase=_PHASES.get(msg.phase, "playing"), rules="", hand_number=msg.hand_number,
-        hand=_cards(msg.hand),
-        seats=tuple(SeatView(classic_codec.seat_from_pb(s.seat),
-                             "eliminated" if s.eliminated else "active", s.playing,
-                             s.hand_count, s.opened, s.total) for s in msg.seats),
-        table=tuple(MeldView(m.id, _cards(m.cards), tuple(f or None for f in m.stands_for),
-                             MeldKind(m.kind) if m.kind else None) for m in msg.table),
-        stock_count=msg.stock_count, turn=turn,
-        turn_started_ms=msg.turn_started_ms if turn is not None else None,
-        turn_ends_ms=msg.turn_ends_ms or None, time_left_ms=msg.time_left_ms or None,
-        turn_changed=msg.turn_changed, standings=_seats(msg.standings),
-        last_hand=hand_result, result=result)
 
 
 # ---------------------------------------------------------------------------- the shell
@@ -175,7 +134,7 @@ class ClassicInviteBot(InviteBot):
                     if kind == "classic_snapshot":
                         snap = response.classic_snapshot
                         state.seq = max(state.seq, snap.seq)
-                        view = view_from_pb(snap.view)
+                        view = classic_codec.view_from_pb(snap.view)
                         if view.phase == "ended":
                             out.result = snap.view.result
                             out.last_hand = snap.view.last_hand
