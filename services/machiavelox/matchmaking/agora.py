@@ -52,6 +52,7 @@ from opentelemetry.trace import Link, SpanContext
 
 from machiavelox import rules
 from machiavelox.platform.periodic import every
+from machiavelox.platform.ratings import Ratings
 from machiavelox.platform.telemetry import Attr, SpanName, Telemetry
 
 from .codes import code_ref, new_code, normalize
@@ -81,7 +82,6 @@ from .queue import (
     window,
 )
 from .ranked import RANKED_CLASSIC, RANKED_SEATS
-from .ratings import Ratings
 from .store import AgoraStore, Group, Placement, Seated, StoreUnavailableError
 
 __all__ = ["Agora", "Assigned", "End", "Expired", "MatchResult", "Replaced", "Stopping",

@@ -17,6 +17,7 @@ from machiavelox._gen.v1 import matchmaking_pb2_grpc
 from machiavelox.identity.verifier import build_verifier
 from machiavelox.platform.entry import run_service
 from machiavelox.platform.observability import Observability
+from machiavelox.platform.ratings import Ratings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.tls import InternalTls
 
@@ -26,7 +27,6 @@ from .memory_store import MemoryStore
 from .metrics import MatchmakingMetrics
 from .placement import ShardClient
 from .practice import Practice
-from .ratings import Ratings
 from .redis_store import RedisStore, stop_task
 from .results import ResultsFollower
 from .seatcheck import SeatCheck

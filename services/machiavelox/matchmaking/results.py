@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 import grpc
 
 from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
+from machiavelox.platform.ratings import ranks_from_standings
 from machiavelox.platform.tls import Connect
 
 from .agora import MatchResult
-from .ratings import ranks_from_standings
 
 log = logging.getLogger(__name__)
 

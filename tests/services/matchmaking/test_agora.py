@@ -18,12 +18,12 @@ from machiavelox.matchmaking.limits import AgoraRates
 from machiavelox.matchmaking.memory_store import MemoryStore
 from machiavelox.matchmaking.metrics import MatchmakingMetrics
 from machiavelox.matchmaking.placing import Answer, Load
-from machiavelox.matchmaking.ratings import Ratings
 from machiavelox.matchmaking.results import ResultsFollower, decode_result
 from machiavelox.matchmaking.service import refusals
 from machiavelox.matchmaking.store import Placement
 from machiavelox.platform.errors import ServiceError
 from machiavelox.platform.ratelimit import Rate
+from machiavelox.platform.ratings import Ratings
 from machiavelox.platform.tls import InternalTls
 from machiavelox.rules import MatchKind
 

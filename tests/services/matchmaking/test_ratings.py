@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from machiavelox.matchmaking.ratings import Ratings, ranks_from_scores
+from machiavelox.platform.ratings import Ratings, ranks_from_scores
 
 
 def test_ranks_follow_scores_higher_is_better_and_ties_share_a_rank() -> None:

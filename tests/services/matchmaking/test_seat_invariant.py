@@ -38,10 +38,10 @@ from machiavelox.matchmaking.agora import Agora, MatchResult
 from machiavelox.matchmaking.memory_store import MemoryStore
 from machiavelox.matchmaking.placing import Answer, Load
 from machiavelox.matchmaking.queue import Refused, Spot, Ticket
-from machiavelox.matchmaking.ratings import Ratings
 from machiavelox.matchmaking.redis_store import RedisStore
 from machiavelox.matchmaking.seatcheck import SeatCheck
 from machiavelox.matchmaking.store import AgoraStore, Placement, Snapshot
+from machiavelox.platform.ratings import Ratings
 
 PLAYERS = [f"p{i}" for i in range(7)]
 REDIS = "redis://127.0.0.1:6379/0"
