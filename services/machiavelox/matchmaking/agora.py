@@ -75,6 +75,7 @@ from .queue import (
     GROUP,
     LOBBY_TTL_MS,
     MACHIAVELOX,
+    Refused,
     TableRules,
     Ticket,
     UnknownCode,
@@ -175,6 +176,9 @@ class Agora:
         # this replica matches (the store's matching lease; always, alone on its memory)
         self.leading = not self.store.shared
         self._stopping = False
+        # asks at once about a table that refused a player `ticket/seated`: True if it was
+        # lost and its seats are free (seatcheck.SeatCheck.check_table; None: never asks)
+        self.lost_check: Callable[[str], Awaitable[bool]] | None = None
         self.store.on_outcome(self._deliver_remote)
 
     # ------------------------------------------------------------------ streams
@@ -284,6 +288,18 @@ class Agora:
             self.metrics.ticket_ended(queue, outcome,
                                       max(0, self.clock() - watch.started_ms) / 1000)
 
+    async def _unless_lost(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work`, done once more if it was refused `ticket/seated` by a table that its shard
+        turns out not to have (its seats are then free: seatcheck.py): a player whose table
+        was lost is never locked out, not even until the next periodic check."""
+        try:
+            return await work()
+        except Refused as refused:
+            if refused.reason != "ticket/seated" or not refused.table_id or \
+                    self.lost_check is None or not await self.lost_check(refused.table_id):
+                raise
+        return await work()
+
     def _window(self, ticket: Ticket) -> Callable[[], float]:
         return lambda: window(self.base_window, self.widen_per_s, ticket.enqueued_ms,
                               self.clock())
@@ -307,7 +323,7 @@ class Agora:
         else:
             rated = self.classic_ratings if classic else self.ratings
             ticket = Ticket(self.new_id(), player, rated.ordinal(player), self.clock(), classic)
-            await self.store.add_ticket(ticket, watch_id)
+            await self._unless_lost(lambda: self.store.add_ticket(ticket, watch_id))
             log.info("queued (ordinal %.2f)", ticket.ordinal,
                      extra={"player": player, "ticket_id": ticket.ticket_id})
         watch = self._open(player, "queue", ticket.ticket_id, ticket.ticket_id, watch_id,
@@ -340,8 +356,8 @@ class Agora:
         """A new lobby's code, or the code of the player's open lobby of this kind and these
         rules (`table`: Machiavelox, or a classic table's)."""
         self._admit("create_friendly", player)
-        lobby, created = await self.store.create_lobby(player, kind, self.clock(),
-                                                       self.make_code, table)
+        lobby, created = await self._unless_lost(lambda: self.store.create_lobby(
+            player, kind, self.clock(), self.make_code, table))
         if created:
             log.info("friendly %s table created (%d seats)",
                      kind.value if not table.classic else "classic", table.seats,
@@ -355,8 +371,8 @@ class Agora:
         self._admit("join_friendly", player)
         watch_id = self.new_id()  # (also the ticket id the app sees)
         try:
-            lobby, replaced, shard_id = await self.store.join_lobby(
-                normalize(typed) or "", player, watch_id, self.clock())
+            lobby, replaced, shard_id = await self._unless_lost(lambda: self.store.join_lobby(
+                normalize(typed) or "", player, watch_id, self.clock()))
         except UnknownCode:
             self.limits.join_failed(player, self.clock())
             if self.metrics is not None:

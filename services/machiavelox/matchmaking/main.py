@@ -80,6 +80,7 @@ async def serve(settings: MatchmakingSettings) -> None:
                       register, interceptors=verifier.interceptors(), name="matchmaking",
                       observability=obs, tls=tls)
     seats = SeatCheck(agora.store.seated_tables, placement, agora.end_table, metrics)
+    agora.lost_check = seats.check_table
     tasks = [asyncio.create_task(agora.run(settings.tick_ms / 1000), name="matching"),
              asyncio.create_task(seats.run(settings.seat_check_s), name="seat-check")]
     if settings.scoring:

@@ -39,10 +39,11 @@ LOBBY_TTL_MS = 15 * 60_000
 class WaitError(Exception):
     """A refusal with a stable reason."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, table_id: str = "") -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message
+        self.table_id = table_id  # `ticket/seated`: the table the player is seated at
 
 
 class Refused(WaitError):
@@ -84,7 +85,7 @@ def spot_refusal(player: str, spot: Spot) -> Refused:
     """Why `player`, who is at `spot`, may not wait for another table."""
     if spot.kind == "table":
         where = f"table {spot.ref}" if spot.ref else "a table being created"
-        return Refused("ticket/seated", f"{player} is seated at {where}")
+        return Refused("ticket/seated", f"{player} is seated at {where}", spot.ref)
     what = "the queue" if spot.kind == "queue" else "a friendly table"
     return Refused("ticket/duplicate", f"{player} is already waiting in {what}")
 

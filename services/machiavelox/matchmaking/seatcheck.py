@@ -20,12 +20,21 @@ Nothing that exists is freed by a race:
 
 A table that ended long ago whose report matchmaking has not read yet (its shard forgot it) is
 freed here too, early; its results are still applied when they are read.
+
+A player does not wait for the next check: when they queue, create or join a friendly table
+and are refused `ticket/seated` by a table, that table is asked about at once
+(`check_table`, the agorà's `lost_check`), and if its shard does not have it the seats are
+freed and the request goes on. A table is asked about this way at most once per
+`RECHECK_S` (a player's retries, or a hostile app's, cost a shard one CheckTables a second
+per table at most, within the agorà's own rate limits), and a shard that does not answer in
+its placement timeout leaves the refusal as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -36,6 +45,7 @@ from .metrics import MatchmakingMetrics
 log = logging.getLogger(__name__)
 
 SEAT_CHECK_S = 15.0  # the default of MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S
+RECHECK_S = 1.0  # a table is asked about on a player's request at most this often
 
 
 class Checker(Protocol):
@@ -56,6 +66,7 @@ class SeatCheck:
         self.free = free
         self.metrics = metrics
         self._seen: set[str] = set()  # the tables seated at the previous check
+        self._asked: dict[str, float] = {}  # table -> when a player's request last asked
 
     async def check_once(self) -> list[str]:
         """Ask about the seated tables that were seated at the previous check too; the tables
@@ -68,20 +79,37 @@ class SeatCheck:
             by_shard.setdefault(table_id.partition(".")[0], []).append(table_id)
         answers = await asyncio.gather(*(self.checker.missing(shard_id, ids)
                                          for shard_id, ids in by_shard.items()))
-        freed = []
-        for missing in answers:
-            for table_id in missing or ():
-                players = await self.free(table_id)
-                if not players:  # its match ended meanwhile (scoring's report)
-                    continue
-                log.warning("table %s is lost: its players are free (no points, nobody "
-                            "rated)", table_id, extra={"table_id": table_id,
-                                                       "shard_id": table_id.partition(".")[0]})
-                if self.metrics is not None:
-                    self.metrics.table_lost()
-                freed.append(table_id)
+        freed = [table_id for missing in answers for table_id in missing or ()
+                 if await self._free_lost(table_id)]
         self._seen.difference_update(freed)
         return freed
+
+    async def check_table(self, table_id: str) -> bool:
+        """A player was refused `ticket/seated` by `table_id`: ask its shard now (at most once
+        per RECHECK_S per table); True if it is lost and its players were freed."""
+        now = time.monotonic()
+        if now - self._asked.get(table_id, -RECHECK_S) < RECHECK_S:
+            return False
+        if len(self._asked) > 10_000:  # forget the old ones (a bounded memory)
+            self._asked = {t: at for t, at in self._asked.items() if now - at < RECHECK_S}
+        self._asked[table_id] = now
+        missing = await self.checker.missing(table_id.partition(".")[0], [table_id])
+        freed = table_id in (missing or ()) and await self._free_lost(table_id)
+        if freed:
+            self._seen.discard(table_id)
+        return freed
+
+    async def _free_lost(self, table_id: str) -> bool:
+        """Free the players of a table its shard does not have; False if none were seated
+        (its match ended meanwhile: scoring's report)."""
+        if not await self.free(table_id):
+            return False
+        log.warning("table %s is lost: its players are free (no points, nobody rated)",
+                    table_id, extra={"table_id": table_id,
+                                     "shard_id": table_id.partition(".")[0]})
+        if self.metrics is not None:
+            self.metrics.table_lost()
+        return True
 
     async def run(self, interval_s: float) -> None:
         """Check every `interval_s`, until cancelled."""

@@ -2,7 +2,8 @@
 
 Real processes on loopback: scoring (SQLite), two table shards journaling in SQLite in their
 own data dirs, a gateway (for Login), and `machiavelox matchmaking` checking the seated tables
-with their shards every 0.2 s (MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S). A table is truly lost
+with their shards every 0.2 s (MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S; 600 s for the test of the
+check a player's refusal makes at once). A table is truly lost
 when its shard is killed (SIGKILL) and its journal file deleted before it is started again:
 the shard comes back without it. Its players can then queue again (no `ticket/seated`) and are
 matched at a new table, while a table that still exists (on the other shard, and the new one
@@ -49,6 +50,7 @@ from tests.support.client import bearer
 
 KEY = "test-key-0123456789abcdef"
 CHECK_S = 0.2  # MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S here
+NEVER_S = 600.0  # a periodic check that never comes within a test
 FREED_WITHIN_S = 30.0  # the most the lost table's players may wait to be free (then it fails)
 LOST = "is lost: its players are free"  # matchmaking's WARNING, once per lost table
 
@@ -65,7 +67,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    check_s = float(getattr(request, "param", CHECK_S))  # the periodic seat check's interval
     procs: list[Proc] = []
     try:
         scoring = start("scoring", "scoring", {
@@ -92,7 +95,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_MATCHMAKING_SHARDS": shard_map,
             "MACHIAVELOX_SCORING_ADDRESS": scoring.address,
             "MACHIAVELOX_MATCHMAKING_TICK_MS": "50",
-            "MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S": str(CHECK_S),
+            "MACHIAVELOX_MATCHMAKING_SEAT_CHECK_S": str(check_s),
             "MACHIAVELOX_METRICS_PORT": str(free_port()),
             # the test asks again and again whether a player may queue
             "MACHIAVELOX_MATCHMAKING_ENQUEUE_RATE": "100",
@@ -234,6 +237,41 @@ async def test_the_players_of_a_lost_table_are_free_and_tables_that_exist_keep_t
         board = await scoring_pb2_grpc.ScoringServiceStub(ch).GetLeaderboard(
             scoring_pb2.GetLeaderboardRequest(limit=100), timeout=STEP_S)
     assert not board.rows
+
+
+@pytest.mark.parametrize("cluster", [NEVER_S], indirect=True)
+async def test_a_lost_tables_player_who_queues_is_freed_at_once_not_at_the_next_check(
+        cluster: Cluster) -> None:
+    """With the periodic check 600 s away, a lost table's player queues right after the loss
+    and waits at once (the first try): the `ticket/seated` refusal made matchmaking ask the
+    shard about that table then, the shard does not have it, so its seats were freed (all
+    three: the others too) and the request went on. A table that exists keeps its players
+    seated however often they ask (its shard is asked and has it). Fails without the check a
+    refusal makes (`ticket/seated` for 600 s)."""
+    lost_names, kept_names = ("gil", "hal", "ida"), ("jo", "kim", "lu")
+    toks = await tokens(cluster.gateway, *lost_names, *kept_names)
+    async with aio_channel(cluster.matchmaking, "gateway") as ch:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
+        [lost, *_] = await match_three(stub, {n: toks[n] for n in lost_names})
+        [kept, *_] = await match_three(stub, {n: toks[n] for n in kept_names})
+        assert lost.shard_id != kept.shard_id
+        await asyncio.to_thread(lose_tables, cluster, lost.shard_id)
+        for _ in range(3):  # asked about each time (beyond RECHECK_S apart), and it exists
+            for name in kept_names:
+                assert kept.table_id in await seated_at(stub, toks[name])
+            await asyncio.sleep(1.1)
+        calls = []
+        try:
+            for name in lost_names:  # the first frees all three; no retry anywhere
+                call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
+                                    metadata=bearer(toks[name]))
+                calls.append(call)
+                assert (await next_update(call)).WhichOneof("kind") == "waiting", name
+        finally:
+            for call in calls:
+                call.cancel()
+    assert [r.get("table_id") for r in lost_lines(cluster)] == [lost.table_id]
+    assert lost_metric(cluster) == 1.0
 
 
 async def test_check_tables_names_the_tables_a_shard_does_not_have(cluster: Cluster) -> None:
