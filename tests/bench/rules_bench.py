@@ -1,6 +1,11 @@
-"""Micro-benchmark of the rules engine on a busy table (a script, not a test).
+"""Micro-benchmark of the rules engines on a busy table (a script, not a test).
 
-    .venv/bin/python tests/bench/rules_bench.py [--reps N]
+    .venv/bin/python tests/bench/rules_bench.py [--reps N] [--only machiavelox|classic]
+
+First the Machiavelox engine's figures (below), then classic Machiavelli's: a turn's judgement
+with 30 melds on the table, 4 with a joker (target under 200 µs), restore, a move, view
+building and classification, measured by `classic_bench.py` (its `figures`, also runnable on
+its own; how it measures: its docstring). `--only` prints one of the two.
 
 The table holds 30 consolidated regular melds (sets and runs, from both decks). Every
 repetition of a table operation starts from a fresh `copy.deepcopy` of the same prepared table,
@@ -24,6 +29,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import classic_bench  # (this script's folder: the classic engine's figures)
 
 from machiavelox.rules import (
     Attach,
@@ -151,11 +158,8 @@ def bench_steps(base: Table, steps: list[tuple[str, Callable[[Table], object]]],
     return [Result(name, s, is_action=True) for (name, _), s in zip(steps, samples, strict=True)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=2000, help="repetitions per operation")
-    reps = parser.parse_args().reps
-
+def figures(reps: int) -> None:
+    """The Machiavelox engine's figures, `reps` repetitions per table operation."""
     base = Table(busy_deal())
     results: list[Result] = []
 
@@ -254,6 +258,21 @@ def main() -> None:
     print(f"Every single action under {BUDGET_US:g} µs (p99 of each action): {verdict} "
           f"(worst p99 {worst.p99_us:.1f} µs: {worst.name}; slowest single sample "
           f"{slowest.max_us:.1f} µs: {slowest.name})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=classic_bench.REPS,
+                        help="repetitions per table operation")
+    parser.add_argument("--only", choices=("machiavelox", "classic"),
+                        help="one engine's figures (default: both, Machiavelox first)")
+    args = parser.parse_args()
+    if args.only != "classic":
+        figures(args.reps)
+    if args.only is None:
+        print()
+    if args.only != "machiavelox":
+        classic_bench.figures(args.reps)
 
 
 if __name__ == "__main__":

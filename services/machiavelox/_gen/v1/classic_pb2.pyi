@@ -440,7 +440,9 @@ class ClassicHandResult(_message.Message):
 
     @_builtins.property
     def points(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """Per seat, the penalty points left in hand."""
+        """Per seat, the penalty points left in hand: 0 for a winner (who pays none, even with
+        cards left at a stock-out) and for a seat that did not play.
+        """
 
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
