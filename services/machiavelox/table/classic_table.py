@@ -20,7 +20,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from machiavelox import classic, classic_codec
-from machiavelox._gen.v1 import classic_pb2, common_pb2, journal_pb2, table_pb2
+from machiavelox._gen.v1 import classic_pb2, common_pb2, journal_pb2, scoring_pb2, table_pb2
 from machiavelox.classic import ClassicDeal, ClassicEvent, Seat, Session, Variants
 
 from . import classic_records as crec
@@ -36,6 +36,7 @@ INTERRUPTED = "interrupted"  # a table that no shard served for a while
 class ClassicHost(Sequencer[ClassicEvent, ClassicDeal]):
     ruleset = classic_pb2.RULESET_CLASSIC
     DEAL_RECORD = "classic_deal"
+    REPORTS_IN_ORDER = True  # each report holds the whole session so far
 
     def __init__(self, table_id: str, players: list[str], variants: Variants,
                  competitive: bool, created_wall_ms: int, deal: ClassicDeal | None = None,
@@ -165,3 +166,22 @@ class ClassicHost(Sequencer[ClassicEvent, ClassicDeal]):
     def smazzate_to_report(self) -> list[tuple[int, ClassicOutcome]]:
         """The reports not yet sent whose journal records are stored: (number, outcome)."""
         return self.results.due(self.reporting, self.journal)
+
+    def report_request(self, number: int, result: ClassicOutcome
+                       ) -> tuple[scoring_pb2.ReportResultRequest, str]:
+        """A classic table's report: the session so far (scoring.proto, `ClassicResult`)."""
+        seats = classic_codec.seat_to_pb
+        request = scoring_pb2.ReportResultRequest(
+            table_id=self.table_id, player_ids=self.players,
+            ruleset=classic_pb2.RULESET_CLASSIC, match_ended=result.session is not None,
+            classic=scoring_pb2.ClassicResult(
+                report=result.number, variants=classic_codec.variants_to_pb(self.variants),
+                hands=[classic_codec.hand_result_to_pb(h) for h in result.hands],
+                totals=list(result.totals), standings=[seats(s) for s in result.standings],
+                eliminated=[seats(s) for s in result.eliminated],
+                session=(classic_codec.session_result_to_pb(result.session)
+                         if result.session is not None else None),
+                competitive=self.competitive))
+        summary = (f"classic report {number}: {len(result.hands)} hands, totals "
+                   f"{list(result.totals)}{'; session over' if result.session else ''}")
+        return request, summary

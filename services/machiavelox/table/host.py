@@ -8,7 +8,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from machiavelox import codec, rules
-from machiavelox._gen.v1 import common_pb2, journal_pb2, table_pb2
+from machiavelox._gen.v1 import common_pb2, journal_pb2, scoring_pb2, table_pb2
 from machiavelox.rules import view_for
 
 from . import records
@@ -16,6 +16,8 @@ from .records import Recorder
 from .sequencer import Applied, Decoded, Sequencer, wrong_ruleset
 
 INTERRUPTED = rules.EventKind.INTERRUPTED  # a table that no shard served for a while
+_KIND = {rules.MatchKind.SINGLE: table_pb2.MATCH_KIND_SINGLE,
+         rules.MatchKind.LONG: table_pb2.MATCH_KIND_LONG}
 
 
 class TableHost(Sequencer[rules.Event, rules.Deal]):
@@ -149,3 +151,12 @@ class TableHost(Sequencer[rules.Event, rules.Deal]):
                 break  # (in order: the later ones are not stored either)
             out.append((number, table.result))
         return out
+
+    def report_request(self, number: int, result: rules.SmazzataResult
+                       ) -> tuple[scoring_pb2.ReportResultRequest, str]:
+        request = scoring_pb2.ReportResultRequest(
+            table_id=self.table_id, smazzata=number, kind=_KIND[self.kind],
+            competitive=self.competitive, player_ids=self.players,
+            result=codec.result_to_pb(result),
+            match_ended=self.finished and number == len(self.match.smazzate))
+        return request, f"smazzata {number} ended: {result.summary()}"

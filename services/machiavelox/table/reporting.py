@@ -21,24 +21,14 @@ from typing import Any
 
 import grpc
 
-from machiavelox import classic_codec, codec, rules
-from machiavelox._gen.v1 import classic_pb2, scoring_pb2, scoring_pb2_grpc, table_pb2
+from machiavelox._gen.v1 import scoring_pb2_grpc
 from machiavelox.platform.tls import Connect
 
-from .classic_results import ClassicOutcome
-from .classic_table import ClassicHost
-from .host import TableHost
 from .rulesets import Host
 
 log = logging.getLogger(__name__)
 
-_KIND = {rules.MatchKind.SINGLE: table_pb2.MATCH_KIND_SINGLE,
-         rules.MatchKind.LONG: table_pb2.MATCH_KIND_LONG}
-
-
-Reported = TableHost | ClassicHost
-Outcome = rules.SmazzataResult | ClassicOutcome
-Send = Callable[[Reported, int, Outcome], Coroutine[Any, Any, None]]
+Send = Callable[[Host, int, Any], Coroutine[Any, Any, None]]
 """Reports one smazzata's result (or a classic table's report), returning once it is stored
 (retrying meanwhile)."""
 
@@ -53,20 +43,18 @@ class ResultReports:
 
     def due(self, host: Host) -> None:
         """Report what the table has ended and not yet sent (what its stored journal holds)."""
-        if not isinstance(host, TableHost | ClassicHost):
-            return
-        pending: list[tuple[int, Outcome]] = list(host.smazzate_to_report())
+        pending = host.smazzate_to_report()
         for number, result in pending:
             host.reporting = number
             if self.send is None:
                 host.mark_reported(number)
                 continue
-            after = self._last.get(host.table_id) if isinstance(host, ClassicHost) else None
+            after = self._last.get(host.table_id) if host.REPORTS_IN_ORDER else None
             task = asyncio.create_task(self._one(host, number, result, after),
                                        name=host.table_id)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-            if isinstance(host, ClassicHost):
+            if host.REPORTS_IN_ORDER:
                 self._last[host.table_id] = task
                 task.add_done_callback(self._forget)
 
@@ -74,10 +62,10 @@ class ResultReports:
         if self._last.get(task.get_name()) is task:
             del self._last[task.get_name()]
 
-    async def _one(self, host: Reported, number: int, result: Outcome,
+    async def _one(self, host: Host, number: int, result: Any,
                    after: asyncio.Task[None] | None = None) -> None:
         assert self.send is not None
-        if after is not None:  # a classic table's reports are stored in order
+        if after is not None:  # (REPORTS_IN_ORDER: a classic table's)
             await asyncio.wait([after])
         await self.send(host, number, result)
         host.mark_reported(number)
@@ -112,21 +100,9 @@ class ScoringReporter:
         self._stub = (scoring_pb2_grpc.ScoringServiceStub(self._channel)
                       if self._channel is not None else None)
 
-    async def report(self, host: Reported, number: int, result: Outcome) -> None:
+    async def report(self, host: Host, number: int, result: Any) -> None:
         extra = {"table_id": host.table_id, "shard_id": self.shard_id}
-        if isinstance(host, ClassicHost) and isinstance(result, ClassicOutcome):
-            request = classic_request(host, result)
-            summary = f"classic report {number}: {len(result.hands)} hands, totals " \
-                      f"{list(result.totals)}{'; session over' if result.session else ''}"
-        elif isinstance(host, TableHost) and isinstance(result, rules.SmazzataResult):
-            request = scoring_pb2.ReportResultRequest(
-                table_id=host.table_id, smazzata=number, kind=_KIND[host.kind],
-                competitive=host.competitive, player_ids=host.players,
-                result=codec.result_to_pb(result),
-                match_ended=host.finished and number == len(host.match.smazzate))
-            summary = f"smazzata {number} ended: {result.summary()}"
-        else:
-            raise TypeError(f"no report for {type(host).__name__} and {type(result).__name__}")
+        request, summary = host.report_request(number, result)
         if self._stub is None:
             log.info("%s", summary, extra=extra)
             return
@@ -143,19 +119,3 @@ class ScoringReporter:
         if self._channel is not None:
             await self._channel.close()
 
-
-def classic_request(host: ClassicHost, outcome: ClassicOutcome
-                    ) -> scoring_pb2.ReportResultRequest:
-    """A classic table's report: the session so far (scoring.proto, `ClassicResult`)."""
-    seats = classic_codec.seat_to_pb
-    return scoring_pb2.ReportResultRequest(
-        table_id=host.table_id, player_ids=host.players, ruleset=classic_pb2.RULESET_CLASSIC,
-        match_ended=outcome.session is not None,
-        classic=scoring_pb2.ClassicResult(
-            report=outcome.number, variants=classic_codec.variants_to_pb(host.variants),
-            hands=[classic_codec.hand_result_to_pb(h) for h in outcome.hands],
-            totals=list(outcome.totals), standings=[seats(s) for s in outcome.standings],
-            eliminated=[seats(s) for s in outcome.eliminated],
-            session=(classic_codec.session_result_to_pb(outcome.session)
-                     if outcome.session is not None else None),
-            competitive=host.competitive))

@@ -11,11 +11,11 @@ the ruleset's own values (`Any` here: the shard only passes them back to the tab
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from google.protobuf.message import Message
 
-from machiavelox._gen.v1 import classic_pb2, common_pb2, table_pb2
+from machiavelox._gen.v1 import classic_pb2, common_pb2, scoring_pb2, table_pb2
 
 from .answers import Answer
 from .classic_table import ClassicHost
@@ -69,6 +69,11 @@ class Host(Protocol):
                    arrival: int = 0) -> common_pb2.Event: ...
     def snapshot_fields(self, player_id: str) -> dict[str, Message]:
         """What a resume from nothing gets, as the fields of its `ShardItem`."""
+    REPORTS_IN_ORDER: ClassVar[bool]
+    def smazzate_to_report(self) -> list[tuple[int, Any]]: ...
+    def report_request(self, number: int, result: Any
+                       ) -> tuple[scoring_pb2.ReportResultRequest, str]: ...
+    def mark_reported(self, number: int) -> None: ...
 
 
 def ruleset_of(data: bytes | bytearray) -> int:

@@ -25,12 +25,12 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
 from machiavelox import rules
-from machiavelox._gen.v1 import journal_pb2
+from machiavelox._gen.v1 import journal_pb2, scoring_pb2
 from machiavelox.platform.errors import ServiceError, invalid_argument
 
 from . import records
@@ -79,6 +79,9 @@ class Sequencer(ABC, Generic[Ev, D]):
     deals."""
 
     DEAL_RECORD = "deal"  # the journal record kind of a later deal
+    # each report holds the whole session so far, so they are stored in order (classic); else
+    # each is its own smazzata's and they go in parallel (reporting.ResultReports)
+    REPORTS_IN_ORDER: ClassVar[bool] = False
 
     def __init__(self, table_id: str, players: list[str], seats: dict[str, Any],
                  competitive: bool, created_wall_ms: int, first: D, time_scale: float,
@@ -185,6 +188,17 @@ class Sequencer(ABC, Generic[Ev, D]):
     @abstractmethod
     def _action_from_record(self, entry: journal_pb2.InputRecord) -> Any:
         """The engine's action of a journaled input (its `player` a seat)."""
+
+    # ------------------------------------------------------------------ results
+    @abstractmethod
+    def smazzate_to_report(self) -> list[tuple[int, Any]]:
+        """The results not yet sent whose end the stored journal holds: (number from 1,
+        result), in order."""
+
+    @abstractmethod
+    def report_request(self, number: int, result: Any
+                       ) -> tuple[scoring_pb2.ReportResultRequest, str]:
+        """Result `number` as scoring's ReportResult request, and a line for the log."""
 
     def _check(self, seq: int) -> None:
         if seq != self.seq:
