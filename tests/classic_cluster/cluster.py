@@ -1,13 +1,14 @@
 """The cluster the classic end-to-end tests play on (test_session_e2e, test_ranked_e2e): scoring
 on PostgreSQL (a throwaway schema, as deployed), one shard (rules clock x10, seeded deals),
 matchmaking reading scoring's results log, and the gateway, as real processes; and scoring's
-results log as a subscriber reads it."""
+results log as a subscriber reads it, followed for each test (`followed`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from machiavelox._gen.v1 import scoring_pb2, scoring_pb2_grpc
@@ -79,3 +80,26 @@ class Subscriber:
                 return self.of(players)
             await asyncio.sleep(POLL_S)
         raise AssertionError(f"no session end of {players} in the log: {self.of(players)}")
+
+
+@dataclass
+class Cluster:
+    procs: dict[str, Proc]
+    results: Subscriber = field(default_factory=Subscriber)
+
+    @property
+    def gateway(self) -> Proc:
+        return self.procs["gateway"]
+
+
+@contextlib.asynccontextmanager
+async def followed(procs: dict[str, Proc]) -> AsyncIterator[Cluster]:
+    """The processes, and a subscriber following scoring's log (from offset 0) meanwhile."""
+    out = Cluster(procs)
+    task = asyncio.create_task(out.results.follow(procs["scoring"]))
+    try:
+        yield out
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

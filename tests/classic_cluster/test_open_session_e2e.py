@@ -46,9 +46,9 @@ from machiavelox._gen.v1 import (
 from machiavelox.bots.classic_player import ClassicInviteBot, ClassicOutcome
 from machiavelox.classic import Seat
 from machiavelox.local.processes import Proc, aio_channel
-from tests.classic_cluster.cluster import SCALE, classic_cluster
+from tests.classic_cluster.cluster import SCALE, Cluster, classic_cluster, followed
 from tests.classic_cluster.test_friendly import Player
-from tests.classic_cluster.test_session_e2e import Cluster, join_when_free
+from tests.classic_cluster.test_session_e2e import join_when_free
 from tests.services.matchmaking.test_lost_tables import until_assigned
 from tests.support.agora import next_update, tokens
 from tests.support.client import bearer
@@ -72,15 +72,9 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pr
 
 @pytest.fixture
 async def cluster(processes: dict[str, Proc]) -> AsyncIterator[Cluster]:
-    """The processes, and a subscriber of scoring's log (from offset 0) for the test."""
-    out = Cluster(processes)
-    task = asyncio.create_task(out.results.follow(processes["scoring"]))
-    try:
+    """The processes, and a subscriber of scoring's log for the test."""
+    async with followed(processes) as out:
         yield out
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def on_turn(view: classic_pb2.ClassicView, seat: Seat) -> bool:

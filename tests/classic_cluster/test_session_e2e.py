@@ -21,10 +21,8 @@ PostgreSQL, as deployed), a shard, matchmaking and the gateway as real processes
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 
 import grpc
 import pytest
@@ -38,7 +36,7 @@ from machiavelox._gen.v1 import (
 )
 from machiavelox.bots.classic_player import ClassicInviteBot, ClassicOutcome
 from machiavelox.local.processes import Proc, aio_channel
-from tests.classic_cluster.cluster import SCALE, Subscriber, classic_cluster
+from tests.classic_cluster.cluster import SCALE, Cluster, classic_cluster, followed
 from tests.services.matchmaking.test_lost_tables import until_assigned
 from tests.support.agora import next_update, reason, tokens
 from tests.support.client import bearer
@@ -55,16 +53,6 @@ SESSION = classic_pb2.ClassicVariants(
 SIX = classic_pb2.ClassicVariants(players=6, decks=3)
 
 
-@dataclass
-class Cluster:
-    procs: dict[str, Proc]
-    results: Subscriber = field(default_factory=Subscriber)
-
-    @property
-    def gateway(self) -> Proc:
-        return self.procs["gateway"]
-
-
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
     with classic_cluster(tmp_path_factory.mktemp("classic-session"), "test_classic_session", {
@@ -76,15 +64,9 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pr
 
 @pytest.fixture
 async def cluster(processes: dict[str, Proc]) -> AsyncIterator[Cluster]:
-    """The processes, and a subscriber of scoring's log following it for the test."""
-    out = Cluster(processes)
-    task = asyncio.create_task(out.results.follow(processes["scoring"]))
-    try:
+    """The processes, and a subscriber of scoring's log for the test."""
+    async with followed(processes) as out:
         yield out
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def play(gateway: Proc, names: list[str], variants: classic_pb2.ClassicVariants
