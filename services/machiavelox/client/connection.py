@@ -15,7 +15,10 @@ kept alive the way an app must keep it:
   after the gateway's `rate/limited` (one every 2 s, 3 at once) once its bucket has refilled; and
   one after `refresh_s` without a snapshot, for what no event tells (a player gone dormant).
 What it receives goes to `sink` in order, a `Batch` read as the messages it stands for
-(`bots.responses.unbatch`), with `Link` notes about the stream in between.
+(`bots.responses.unbatch`), with `Link` notes about the stream in between. The same session
+plays either ruleset: `act` sends a Machiavelox action, `act_classic` a classic Machiavelli one
+(`ActionRequest.classic_action`, docs/protocol.md "Playing a classic table through the
+gateway"), and a `classic_snapshot` counts as a snapshot; the rest is shared.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from typing import Any
 
 import grpc
 
-from machiavelox import codec, rules
+from machiavelox import classic, classic_codec, codec, rules
 from machiavelox._gen.v1 import (
     bots_pb2,
+    classic_pb2,
     gateway_pb2,
     gateway_pb2_grpc,
     matchmaking_pb2,
@@ -171,16 +175,22 @@ class Gateway:
             raise explain(err, self.address) from None
         return bool(reply.cancelled)
 
-    async def create_friendly(self, long_match: bool = False, practice_level: str = "") -> str:
+    async def create_friendly(self, long_match: bool = False, practice_level: str = "",
+                              classic_variants: classic.Variants | None = None) -> str:
         """A friendly table's invite code; with `practice_level` (a name of PRACTICE_LEVELS)
-        a practice table: matchmaking seats two server-side bots of that level at it."""
+        a practice table: matchmaking seats server-side bots of that level at it (two, or
+        `players - 1` classic bots). With `classic_variants`, a classic Machiavelli table
+        (`ruleset` classic; matchmaking checks the variants: `variant/...`)."""
         kind = table_pb2.MATCH_KIND_LONG if long_match else table_pb2.MATCH_KIND_SINGLE
         level = (PRACTICE_LEVELS[practice_level] if practice_level
                  else bots_pb2.BOT_LEVEL_UNSPECIFIED)
+        request = matchmaking_pb2.CreateFriendlyTableRequest(kind=kind, practice_level=level)
+        if classic_variants is not None:
+            request.ruleset = classic_pb2.RULESET_CLASSIC
+            request.classic.CopyFrom(classic_codec.variants_to_pb(classic_variants))
         try:
-            reply = await self.agora.CreateFriendlyTable(
-                matchmaking_pb2.CreateFriendlyTableRequest(kind=kind, practice_level=level),
-                metadata=self.metadata, timeout=15)
+            reply = await self.agora.CreateFriendlyTable(request, metadata=self.metadata,
+                                                         timeout=15)
         except grpc.aio.AioRpcError as err:
             raise explain(err, self.address) from None
         return str(reply.invite_code)
@@ -234,10 +244,18 @@ class TableSession:
     def act(self, action: rules.Action, action_id: str = "") -> str:
         """Send `action` (a fresh id unless `action_id`, a resend); its answer comes to the
         sink as an Ack or an ActionRefused with that id."""
-        action_id = action_id or next(self._ids)
-        request = gateway_pb2.ActionRequest(client_action_id=action_id,
-                                            action=codec.action_to_pb(action),
-                                            client_sent_ms=int(time.time() * 1000))
+        return self._submit(gateway_pb2.ActionRequest(action=codec.action_to_pb(action)),
+                            action_id)
+
+    def act_classic(self, action: classic.ClassicAction, action_id: str = "") -> str:
+        """`act` at a classic Machiavelli table: the action goes as `classic_action`."""
+        return self._submit(gateway_pb2.ActionRequest(
+            classic_action=classic_codec.action_to_pb(action)), action_id)
+
+    def _submit(self, request: gateway_pb2.ActionRequest, action_id: str) -> str:
+        """Either game's action, given its id and time, kept until answered (resends)."""
+        action_id = request.client_action_id = action_id or next(self._ids)
+        request.client_sent_ms = int(time.time() * 1000)
         self.pending[action_id] = request
         self._send(gateway_pb2.PlayRequest(action=request))
         return action_id
@@ -339,8 +357,9 @@ class TableSession:
 
     def _take(self, response: gateway_pb2.PlayResponse) -> None:
         kind = response.WhichOneof("kind")
-        if kind == "snapshot":
-            self.last_seq = response.snapshot.seq
+        if kind in ("snapshot", "classic_snapshot"):
+            self.last_seq = (response.snapshot.seq if kind == "snapshot"
+                             else response.classic_snapshot.seq)
             self._last_snapshot = time.monotonic()
             self._resync_in_flight = False
             self._pump_resync()

@@ -1,5 +1,7 @@
-"""Every key of the table screen, in one place: the screen dispatches on it, the help panel and
-the hint line show it, docs/play.md lists it (a test checks they agree).
+"""Every key of the table screens, in one place: the screens dispatch on it, the help panel and
+the hint line show it, docs/play.md lists it (a test checks they agree). `KEYS` are the
+Machiavelox table's, `CLASSIC_KEYS` the classic Machiavelli table's; both share the keys that
+select (`SELECT`) and most of the screen's.
 
 Lower-case letters are actions (one key each, as fast as a speed game needs); upper-case letters
 select the cards of your hand and pozzetto by the label shown over them; digits go to a meld by
@@ -20,8 +22,7 @@ class Key:
     group: str
 
 
-KEYS: tuple[Key, ...] = (
-    # -- selecting
+SELECT: tuple[Key, ...] = (
     Key(("left", "right"), "cursor", "←/→", "move along your hand (or along a meld)", "select"),
     Key(("up", "down"), "meld", "↑/↓", "previous/next meld (the cursor goes to the table)",
         "select"),
@@ -32,6 +33,15 @@ KEYS: tuple[Key, ...] = (
     Key(("0…9",), "number", "1…9", "go to a meld by its number (two digits quickly: 12)",
         "select"),
     Key(("escape",), "clear", "Esc", "clear the selection", "select"),
+)
+SORT = Key(("o",), "sort", "o", "sort your hand by suit or by rank", "screen")
+REFRESH = Key(("f",), "refresh", "f", "ask the server for a fresh view", "screen")
+HELP = Key(("question_mark", "h"), "help", "? or h", "this help", "screen")
+DONE = Key(("enter",), "done", "Enter", "after the end (or once you are out): back to the menu",
+           "screen")
+
+KEYS: tuple[Key, ...] = (
+    *SELECT,
     # -- playing (M4-M6)
     Key(("d",), "draw", "d", "draw from your tallone (M4.2)", "play"),
     Key(("p",), "declare", "p", "declare the selected hand cards into your pozzetto (M5.3)",
@@ -56,15 +66,41 @@ KEYS: tuple[Key, ...] = (
     Key(("k",), "ready", "k", "ready for the next smazzata (long match, M13.4)", "play"),
     Key(("e",), "leave", "e", "leave the long match during the pause (M13.5)", "play"),
     # -- screen
-    Key(("o",), "sort", "o", "sort your hand by suit or by rank", "screen"),
+    SORT,
     Key(("w",), "removed", "w", "show or hide the two removed cards (P1)", "screen"),
-    Key(("f",), "refresh", "f", "ask the server for a fresh view", "screen"),
-    Key(("question_mark", "h"), "help", "? or h", "this help", "screen"),
-    Key(("enter",), "done", "Enter", "after the end (or once you are out): back to the menu",
-        "screen"),
+    REFRESH, HELP, DONE,
 )
 
-BY_KEY: dict[str, str] = {k: key.name for key in KEYS for k in key.keys if "…" not in k}
+# Classic Machiavelli (C1-C11): turn by turn, so no race; the same letters where the two games
+# have a like gesture (a new meld g, attach a, move m/n, end c, give up x, leave e).
+CLASSIC_KEYS: tuple[Key, ...] = (
+    *SELECT,
+    Key(("d",), "draw", "d", "draw one card from the stock, which ends your turn (C5)", "play"),
+    Key(("g",), "lay", "g", "put the selected hand cards down as a new meld (C5)", "play"),
+    Key(("a",), "attach", "a", "add the selected hand card to the meld at the cursor (C5)",
+        "play"),
+    Key(("m",), "move", "m", "move the picked table card to the meld at the cursor (C3)",
+        "play"),
+    Key(("n",), "new", "n", "move the picked table card into a new meld (C3)", "play"),
+    Key(("j",), "swap", "j", "swap the selected hand card for the joker at the cursor (C2)",
+        "play"),
+    Key(("c",), "end", "c", "end your turn: the table in order, a hand card played (C5, C8)",
+        "play"),
+    Key(("x",), "restore", "x", "give up the turn: the table as it was, a penalty card (C6)",
+        "play"),
+    Key(("e",), "end_session", "e", "between two hands of an open session: end it (C11)",
+        "play"),
+    SORT, REFRESH, HELP, DONE,
+)
+
+
+def by_key(keys: tuple[Key, ...]) -> dict[str, str]:
+    """Textual key name -> the screen's `do_<name>` (the label and digit ranges aside)."""
+    return {k: key.name for key in keys for k in key.keys if "…" not in k}
+
+
+BY_KEY = by_key(KEYS)
+CLASSIC_BY_KEY = by_key(CLASSIC_KEYS)
 
 GROUPS = (("select", "Selecting"), ("play", "Playing"), ("screen", "Screen"))
 
@@ -78,17 +114,31 @@ LEGEND = (
     ("meld number ?", "changed since the last snapshot (the next one tells)"),
 )
 
+CLASSIC_LEGEND = (
+    ("▶", "whose turn it is (and the time left, when the turns are timed: C7)"),
+    ("opened", "the player has made the opening (C8; always, without an opening rule)"),
+    ("JK=9♥", "a joker on the table and the card it stands for (C2)"),
+    ("meld number red, !", "not a valid meld now: the turn cannot end so (C5)"),
+    ("meld number ?", "changed since the last snapshot (the next one tells)"),
+)
+
 HINT = "d draw p declare g diretta a attach l place t take m move c conclude x annulla ?"
+CLASSIC_HINT = "d draw g meld a attach Space pick m move n new j joker c end x restore ?"
 
 
-def help_text() -> str:
+def help_text(keys: tuple[Key, ...] = KEYS,
+              legend: tuple[tuple[str, str], ...] = LEGEND) -> str:
     """The help panel (and docs/play.md's key table) as plain text."""
     lines: list[str] = []
     for group, title in GROUPS:
         lines.append(title)
-        for key in KEYS:
+        for key in keys:
             if key.group == group:
                 lines.append(f"  {key.shown:<7} {key.text}")
-    lines.append("Colours")
-    lines.extend(f"  {what}: {means}" for what, means in LEGEND)
+    lines.append("Colours" if legend is LEGEND else "On screen")
+    lines.extend(f"  {what}: {means}" for what, means in legend)
     return "\n".join(lines)
+
+
+def classic_help_text() -> str:
+    return help_text(CLASSIC_KEYS, CLASSIC_LEGEND)

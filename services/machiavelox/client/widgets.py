@@ -7,20 +7,26 @@ cards plain; confirmed-not-consolidated underlined; on trial on the background o
 it is; held reversed in the holder's colour. A meld's number is on the colour of the open
 calata whose zone it is in, red with `!` when the meld is irregular, `?` when it changed since
 the last snapshot. The line under the table says the same in words for the card at the cursor.
+The classic table's drawing (`classic_widgets.py`) shares the cursor, a card's face and colour
+(`put_card`), the melds' flow along the lines (`flow_lines`), the labelled hand (`hand_rows`),
+the log and the six seat colours.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rich.text import Text
 
-from .cards import face, is_red, sorted_cards
+from .cards import face, is_joker, is_red, sorted_cards
 from .keys import HINT
-from .model import Meld, SeatState, TableModel
+from .model import LogLine, Meld, SeatState, TableModel
 
-SEAT_FG = ("#5fa8ff", "#f07ce6", "#6bdc6b")  # p1 blue, p2 magenta, p3 green
-SEAT_BG = ("#1b3d6b", "#5e1f5a", "#1f5226")
+# p1 blue, p2 magenta, p3 green (and at a classic table p4 orange, p5 cyan, p6 yellow)
+SEAT_FG = ("#5fa8ff", "#f07ce6", "#6bdc6b", "#ffa94d", "#4fd6d6", "#e8d44d")
+SEAT_BG = ("#1b3d6b", "#5e1f5a", "#1f5226", "#6b3d12", "#14524f", "#5a5214")
+JOKER_FG = "#b197fc"
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SLOT = 4  # a hand card's width: "10♥ "
 
@@ -44,13 +50,13 @@ def my_cards(model: TableModel, cursor: Cursor) -> list[int]:
     return [*sorted_cards(model.hand, cursor.by_rank), *sorted_cards(model.pozzetto)]
 
 
-def _mm_ss(seconds: float) -> str:
+def mm_ss(seconds: float) -> str:
     s = int(seconds + 0.999)
     return f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s}s"
 
 
-def _card(text: Text, card: int, style: str = "") -> None:
-    colour = "#ff6b6b" if is_red(card) else "#e8e8e8"
+def put_card(text: Text, card: int, style: str = "") -> None:
+    colour = JOKER_FG if is_joker(card) else "#ff6b6b" if is_red(card) else "#e8e8e8"
     text.append(face(card), style=f"{colour} {style}".strip())
 
 
@@ -65,11 +71,11 @@ def top_line(model: TableModel, cursor: Cursor, link: str) -> Text:
     for what, left in model.clocks():
         if what in ("your calata", "your hold"):
             continue  # on your own line
-        text.append(f"{what} {_mm_ss(left)} ", style="red" if left < 10 else "")
+        text.append(f"{what} {mm_ss(left)} ", style="red" if left < 10 else "")
     if cursor.show_removed and model.removed:
         text.append("removed ", style="dim")
         for c in model.removed:
-            _card(text, c)
+            put_card(text, c)
             text.append(" ")
     state = {"live": ("●", "green"), "connecting": ("○", "yellow"),
              "reconnecting": ("◌", "yellow"), "closed": ("✕", "red")}.get(link, ("?", ""))
@@ -91,29 +97,29 @@ def seat_line(model: TableModel, seat: SeatState) -> Text:
         since = ""
         if seat.out_since_ms is not None:
             ago = (model.clock.now() - seat.out_since_ms) / 1000 / model.clock.scale
-            since = f" {_mm_ss(max(0.0, ago))} ago"
+            since = f" {mm_ss(max(0.0, ago))} ago"
         text.append(f" · {seat.status.upper()}{since}", style="bold red")
     elif seat.status in ("dormant", "frozen"):
         text.append(f" · {seat.status}", style="yellow")
     if seat.seat != model.me and seat.pozzetto:
         text.append(" · pozz ")
         for c in seat.pozzetto:
-            _card(text, c)
+            put_card(text, c)
             text.append(" ")
     left = dict(model.seat_clocks(seat))
     if seat.calata_open:
-        text.append(" · calata" + (f" {_mm_ss(left['calata'])}" if "calata" in left else ""),
+        text.append(" · calata" + (f" {mm_ss(left['calata'])}" if "calata" in left else ""),
                     style=fg)
         if seat.zone:
             text.append(" zone " + ",".join(model.label(m) for m in seat.zone), style=fg)
     if seat.holding is not None:
         text.append(" · holds ")
-        _card(text, seat.holding, "reverse")
+        put_card(text, seat.holding, "reverse")
         if "hold" in left:
-            text.append(f" {_mm_ss(left['hold'])}")
+            text.append(f" {mm_ss(left['hold'])}")
     if "abandons" in left and not seat.out:
         absent = model.absent_for_s(seat)
-        text.append(f" · absent {_mm_ss(absent or 0)}, abandons in {_mm_ss(left['abandons'])}",
+        text.append(f" · absent {mm_ss(absent or 0)}, abandons in {mm_ss(left['abandons'])}",
                     style="yellow")
     if seat.said_stop:
         text.append(" · Stop! used", style="dim")
@@ -156,7 +162,7 @@ def meld_chunk(model: TableModel, cursor: Cursor, index: int) -> Text:
             style += " bold reverse"
         if at and cursor.card == i:
             style += " underline bold"
-        _card(text, tc.card, style)
+        put_card(text, tc.card, style)
         if i < len(meld.cards) - 1:
             text.append(" ")
     return text
@@ -164,25 +170,30 @@ def meld_chunk(model: TableModel, cursor: Cursor, index: int) -> Text:
 
 def table_lines(model: TableModel, cursor: Cursor, width: int, height: int) -> Text:
     """The melds flowing along `height` lines of `width`, the cursor's line kept in sight."""
-    if not model.melds:
+    chunks = [meld_chunk(model, cursor, i) for i in range(len(model.melds))]
+    return flow_lines(chunks, cursor.meld if cursor.area == "table" else None, width, height)
+
+
+def flow_lines(chunks: list[Text], at: int | None, width: int, height: int) -> Text:
+    """Melds (`chunks`) flowing along `height` lines of `width`; the line of chunk `at` kept
+    in sight (None: from the top). Both games' tables."""
+    if not chunks:
         return Text("(no meld on the table yet)", style="dim")
     lines: list[Text] = [Text()]
     cursor_line = 0
-    for i in range(len(model.melds)):
-        chunk = meld_chunk(model, cursor, i)
+    for i, chunk in enumerate(chunks):
         if lines[-1].cell_len and lines[-1].cell_len + 3 + chunk.cell_len > width:
             lines.append(Text())
         if lines[-1].cell_len:
             lines[-1].append(" │ ", style="dim")
         lines[-1].append_text(chunk)
-        if i == cursor.meld:
+        if i == at:
             cursor_line = len(lines) - 1
-    start = max(0, min(cursor_line - height + 1, len(lines) - height)) \
-        if cursor.area == "table" else 0
+    start = max(0, min(cursor_line - height + 1, len(lines) - height)) if at is not None else 0
     shown = lines[start:start + height]
     out = Text("\n").join(shown)
     if len(lines) > height:
-        out.append(f"  ({len(model.melds)} melds; ↑/↓ for more)", style="dim")
+        out.append(f"  ({len(chunks)} melds; ↑/↓ for more)", style="dim")
     return out
 
 
@@ -201,7 +212,7 @@ def inspect_line(model: TableModel, cursor: Cursor) -> Text:
     if meld.cards:
         tc = meld.cards[min(cursor.card, len(meld.cards) - 1)]
         text.append(" · ")
-        _card(text, tc.card)
+        put_card(text, tc.card)
         if tc.held_by is not None:
             text.append(f" held by {model.name(tc.held_by)}", style=SEAT_FG[tc.held_by])
         elif tc.status == "trial" and tc.trial_by is not None:
@@ -223,7 +234,7 @@ def mine_lines(model: TableModel, cursor: Cursor, width: int = 80) -> Text:
     if model.phase == "tiebreak" and not model.in_tiebreak and model.common:
         text.append("tiebreak's common pozzetto ", style="bold")  # face-up for all (M10.2)
         for c in model.common:
-            _card(text, c)
+            put_card(text, c)
             text.append(" ")
         text.append("\n")
     text.append(title, style="bold")
@@ -232,12 +243,20 @@ def mine_lines(model: TableModel, cursor: Cursor, width: int = 80) -> Text:
     for j, c in enumerate(pozz):
         i = n_hand + j
         text.append(f"{LABELS[i] if i < len(LABELS) else ' '}:", style="dim")
-        _card(text, c, _mine_style(cursor, i, c))
+        put_card(text, c, _mine_style(cursor, i, c))
         text.append(" ")
-    per_line = max(1, (width - 1) // SLOT)
     hand = cards[:n_hand]
     if not hand:
         text.append("\nhand (empty)", style="dim")
+    text.append_text(hand_rows(hand, cursor, width))
+    return text
+
+
+def hand_rows(hand: list[int], cursor: Cursor, width: int) -> Text:
+    """The hand in rows, each card under the label that selects it (each row starts with a
+    line break). Both games' hands."""
+    text = Text()
+    per_line = max(1, (width - 1) // SLOT)
     for start in range(0, len(hand), per_line):
         labels = Text("\n")
         row = Text("\n")
@@ -245,7 +264,7 @@ def mine_lines(model: TableModel, cursor: Cursor, width: int = 80) -> Text:
             c = hand[i]
             mark = LABELS[i] if i < len(LABELS) else " "
             labels.append(f"{mark:<{SLOT}}", style="bold" if c in cursor.selected else "dim")
-            _card(row, c, _mine_style(cursor, i, c))
+            put_card(row, c, _mine_style(cursor, i, c))
             row.append(" " * (SLOT - len(face(c))))
         text.append_text(labels)
         text.append_text(row)
@@ -288,7 +307,14 @@ def result_text(model: TableModel) -> str:
     return f"{who}{how}. Points: {scores}."
 
 
-def log_lines(model: TableModel, height: int) -> Text:
+class Logged(Protocol):
+    """A table with a log (either game's model)."""
+
+    me: int | None
+    log: list[LogLine]
+
+
+def log_lines(model: Logged, height: int) -> Text:
     styles = {"mine": SEAT_FG[model.me] if model.me is not None else "", "refusal": "red",
               "race": "bold #ffa94d", "chain": "bold #ffd43b", "info": "dim"}
     text = Text()

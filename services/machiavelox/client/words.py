@@ -8,7 +8,7 @@ human message, its card names written as people read them (`7H` -> `7♥`).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2
@@ -18,7 +18,7 @@ from .cards import face, faces
 if TYPE_CHECKING:
     from .model import LogLine, TableModel
 
-_SEAT_WORD = re.compile(r"\bp([123])\b")
+_SEAT_WORD = re.compile(r"\bp([1-6])\b")  # (p4..p6: classic tables only)
 _CARD_WORD = re.compile(r"\b(10|[2-9AJQK])([SHDC])\b")
 _SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 _REASONS = {"explicit": "concluded", "auto": "its work in order", "timeout": "40 s up",
@@ -26,9 +26,19 @@ _REASONS = {"explicit": "concluded", "auto": "its work in order", "timeout": "40
 RACE_CODES = frozenset({"card/held", "card/not-in-meld", "meld/unknown", "card/reserved"})
 
 
-def human(model: TableModel, text: str) -> str:
+class Seated(Protocol):
+    """A table with its players' names in seat order (either game's model)."""
+
+    players: list[str]
+
+
+def human(model: Seated, text: str) -> str:
     """A server sentence with seats named (`p2` -> `bob (p2)`) and cards drawn (`7H` -> `7♥`)."""
-    text = _SEAT_WORD.sub(lambda m: f"{model.players[int(m.group(1)) - 1]} (p{m.group(1)})", text)
+    def seat(m: re.Match[str]) -> str:
+        i = int(m.group(1)) - 1
+        return f"{model.players[i]} (p{i + 1})" if i < len(model.players) else m.group(0)
+
+    text = _SEAT_WORD.sub(seat, text)
     return _CARD_WORD.sub(lambda m: m.group(1) + _SYMBOL[m.group(2)], text)
 
 

@@ -1,9 +1,11 @@
-"""The help panel and the confirmation asked before ABBANDONA (M11.6)."""
+"""The help panel, the confirmation asked before ABBANDONA (M11.6), and the question of how
+many players a classic table seats (C1)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -14,16 +16,21 @@ from ..keys import help_text
 
 
 class HelpScreen(ModalScreen[None]):
-    """Every key and what the colours mean; any of Esc, ?, h, q closes it."""
+    """Every key and what the colours mean (`text`: a table's help, Machiavelox's by
+    default); any of Esc, ?, h, q closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,h,q,enter", "close", "close", show=False)]
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self.text = text or help_text()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
             yield Static("Help — Esc closes", id="help-title")
             with VerticalScroll(id="help-scroll"):
-                yield Static(help_text(), id="help-text")
+                yield Static(self.text, id="help-text")
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -46,3 +53,31 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class PlayersScreen(ModalScreen[int | None]):
+    """How many players a classic table seats (C1): a digit 2..6, Enter for `default`, Esc
+    for none."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(str(n), f"answer({n})", str(n), show=False) for n in range(2, 7)),
+        Binding("escape", "answer(0)", "back", show=False)]
+
+    def __init__(self, default: int) -> None:
+        super().__init__()
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="players-box"):
+            yield Static("Classic Machiavelli: how many players at the table?\n(2 to 6, "
+                         "C1; 6 play with three decks)", id="players-text")
+            yield Static(f"2…6: that many    Enter: {self.default}    Esc: back",
+                         id="players-keys")
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            self.dismiss(self.default)
+
+    def action_answer(self, players: int) -> None:
+        self.dismiss(players or None)

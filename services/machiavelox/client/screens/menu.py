@@ -1,4 +1,4 @@
-"""The menu after login, and the screen that asks for an invite code."""
+"""The menu after login, and the screen that asks for an invite code (of either game's table)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ from textual.widgets.option_list import Option
 from ..connection import format_code, normalize_code
 from .base import play_app
 
+# (the Machiavelox entries keep their numbers 1-6; classic Machiavelli's follow)
 ENTRIES = (
     ("queue", "Agorà: queue for a competitive match"),
     ("create", "Create a friendly table (single match)"),
     ("create-long", "Create a friendly table (long match, to 150 points)"),
-    ("join", "Join a friendly table by its code"),
+    ("join", "Join a friendly table by its code (either game)"),
     ("practice", "Practice against two bots"),
     ("quit", "Quit"),
+    ("classic-create", "Create a friendly classic Machiavelli table"),
+    ("classic-practice", "Practice classic Machiavelli against bots"),
 )
 
 

@@ -1,85 +1,68 @@
 """The table: everything the rulebook's "Nel videogioco" notes ask to see (P1-P5), every action
 of the rules from the keyboard (`keys.py`), every refusal with its human message.
 
-The screen keeps only the cursor and the selection; the table is the model's (built from the
-server's snapshots and events), and every action goes to the server, which decides.
+The screen keeps only the cursor and the selection (the shared `board.BoardScreen`: session,
+keys, selecting); the table is the model's (built from the server's snapshots and events), and
+every action goes to the server, which decides. A table joined by code that turns out to be a
+classic Machiavelli one (its first snapshot is a `classic_snapshot`: an assignment does not say
+the ruleset) is handed to the classic table screen.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from rich.text import Text
-from textual import events
-from textual.app import ComposeResult
-from textual.screen import Screen
 from textual.widgets import Static
 
 from machiavelox import rules
 
 from .. import widgets as W
 from ..cards import face
-from ..connection import Incoming, Link, TableSession
-from ..keys import BY_KEY
+from ..connection import Incoming, Link
+from ..keys import BY_KEY, help_text
 from ..model import TableModel
 from ..words import describe
 from .base import play_app
-from .dialogs import ConfirmScreen, HelpScreen
+from .board import BoardScreen
+from .dialogs import ConfirmScreen
 
-DIGIT_WINDOW_S = 1.0  # two digits within this make one meld number
 
+class TableScreen(BoardScreen):
+    KEY_NAMES = BY_KEY
+    HELP = help_text()
 
-class TableScreen(Screen[None]):
     def __init__(self, table_id: str, players: list[str], player: str) -> None:
-        super().__init__()
+        super().__init__(table_id)
+        self.players = list(players)
         self.model = TableModel(table_id, players, player)
-        self.cursor = W.Cursor()
-        self.session: TableSession | None = None
-        self.link = "connecting"
-        self.message = Text("")
-        self._digits = ""
-        self._digit_at = 0.0
-        self._redraw_pending = False
         self._result_shown = False
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="top")
-        yield Static(id="seats")
-        yield Static(id="melds")
-        yield Static(id="inspect")
-        yield Static(id="log")
-        yield Static(id="mine")
-        yield Static(id="msg")
-        yield Static(id="hint")
+    # ---------------------------------------------------------------- what the board asks
+    def own_cards(self) -> list[int]:
+        return W.my_cards(self.model, self.cursor)
 
-    def on_mount(self) -> None:
-        app = play_app(self)
-        self.session = app.gateway.session(self.model.table_id, self.incoming,
-                                           **app.session_options)
-        self.run_worker(self.session.run(), exclusive=True, group="session")
-        self.set_interval(0.5, self.redraw)  # the clocks
-        self.redraw()
+    def table_melds(self) -> list[tuple[int, list[int]]]:
+        return [(m.id, [tc.card for tc in m.cards]) for m in self.model.melds]
 
-    async def on_unmount(self) -> None:
-        await self.leave_table()
-
-    async def leave_table(self) -> None:
-        if self.session is not None:
-            self.session.stop()
+    def why_not_pick(self, meld: int, card: int) -> str:
+        m = self.model
+        tc = m.melds[meld].cards[card]
+        if tc.held_by is not None and tc.held_by != m.me:
+            return f"{face(tc.card)} is held by {m.name(tc.held_by)}: not selectable (M6.6)"
+        return ""
 
     # ---------------------------------------------------------------- from the server
     def incoming(self, item: Incoming) -> None:
         if isinstance(item, Link):
-            self.link = item.state
-            if self.model.ended:
-                pass  # the result stays on the message line
-            elif item.state in ("reconnecting", "closed") and item.detail:
-                self.say(item.detail, "yellow" if item.state == "reconnecting" else "red")
-            elif item.detail.startswith("table/"):
-                self.say(item.detail, "yellow")
+            self.link_note(item, self.model.ended)
         else:
             kind = item.WhichOneof("kind")
+            if kind == "classic_snapshot":  # a classic table (joined by code): its own screen
+                if self.session is not None:
+                    self.session.stop()
+                play_app(self).sit(self.table_id, self.players, ruleset="classic")
+                return
             lines = self.model.take(item)
             if kind == "refused" and lines:
                 line = lines[-1]
@@ -94,14 +77,6 @@ class TableScreen(Screen[None]):
                     if self.session is not None:
                         self.session.stop()  # nothing more will happen at this table
         self.schedule_redraw()
-
-    def schedule_redraw(self) -> None:
-        if not self._redraw_pending:
-            self._redraw_pending = True
-            self.set_timer(0.03, self.redraw)
-
-    def say(self, text: str, style: str = "") -> None:
-        self.message = Text(text[:400], style=style)
 
     # ---------------------------------------------------------------- drawing
     def redraw(self) -> None:
@@ -121,113 +96,6 @@ class TableScreen(Screen[None]):
         self.query_one("#msg", Static).update(self.message)
         self.query_one("#hint", Static).update(W.hint_line(m))
 
-    def _clamp(self) -> None:
-        """Keep the cursor on something that exists after the table changed."""
-        c, m = self.cursor, self.model
-        mine = W.my_cards(m, c)
-        c.selected &= set(mine)
-        c.mine = min(c.mine, max(0, len(mine) - 1))
-        c.meld = min(c.meld, max(0, len(m.melds) - 1))
-        if m.melds:
-            c.card = min(c.card, max(0, len(m.melds[c.meld].cards) - 1))
-        if c.picked is not None and m.where(c.picked[1]) is None:
-            c.picked = None
-
-    # ---------------------------------------------------------------- keys
-    def on_key(self, event: events.Key) -> None:
-        ch = event.character or ""
-        name = BY_KEY.get(event.key)
-        if len(ch) == 1 and ch.isalpha() and ch.isupper():
-            name = "label"
-        elif len(ch) == 1 and ch.isdigit():
-            name = "number"
-        if name is None:
-            return
-        event.stop()
-        event.prevent_default()
-        handler = getattr(self, f"do_{name}")
-        if name in ("cursor", "meld"):
-            handler(event.key)
-        elif name in ("label", "number"):
-            handler(ch)
-        else:
-            handler()
-        self._clamp()
-        self.redraw()
-
-    # selecting
-    def do_cursor(self, key: str) -> None:
-        step = 1 if key == "right" else -1
-        c, m = self.cursor, self.model
-        if c.area == "hand":
-            n = len(W.my_cards(m, c))
-            c.mine = (c.mine + step) % n if n else 0
-        elif m.melds:
-            n = len(m.melds[c.meld].cards)
-            c.card = (c.card + step) % n if n else 0
-
-    def do_meld(self, key: str) -> None:
-        c, m = self.cursor, self.model
-        if not m.melds:
-            self.say("there is no meld on the table yet", "yellow")
-            return
-        if c.area == "table":
-            c.meld = (c.meld + (1 if key == "down" else -1)) % len(m.melds)
-            c.card = 0
-        c.area = "table"
-
-    def do_area(self) -> None:
-        self.cursor.area = "table" if self.cursor.area == "hand" and self.model.melds else "hand"
-
-    def do_toggle(self) -> None:
-        c, m = self.cursor, self.model
-        if c.area == "hand":
-            mine = W.my_cards(m, c)
-            if mine:
-                card = mine[c.mine]
-                c.selected ^= {card}
-            return
-        if m.melds:
-            meld = m.melds[c.meld]
-            if meld.cards:
-                tc = meld.cards[c.card]
-                if tc.held_by is not None and tc.held_by != m.me:
-                    self.say(f"{face(tc.card)} is held by {m.name(tc.held_by)}: not "
-                             "selectable (M6.6)", "yellow")
-                    return
-                pick = (meld.id, tc.card)
-                c.picked = None if c.picked == pick else pick
-
-    def do_label(self, ch: str) -> None:
-        c, m = self.cursor, self.model
-        i = W.LABELS.index(ch)
-        mine = W.my_cards(m, c)
-        if i >= len(mine):
-            self.say(f"no card is labelled {ch}", "yellow")
-            return
-        c.area, c.mine = "hand", i
-        c.selected ^= {mine[i]}
-
-    def do_number(self, ch: str) -> None:
-        m, c = self.model, self.cursor
-        now = time.monotonic()
-        joined = self._digits + ch
-        if self._digits and now - self._digit_at < DIGIT_WINDOW_S and int(joined) <= len(m.melds):
-            self._digits = joined
-        else:
-            self._digits = ch
-        self._digit_at = now
-        number = int(self._digits)
-        if not 1 <= number <= len(m.melds):
-            self.say(f"there is no meld {number}", "yellow")
-            return
-        c.area, c.meld, c.card = "table", number - 1, 0
-
-    def do_clear(self) -> None:
-        self.cursor.selected.clear()
-        self.cursor.picked = None
-        self._digits = ""
-
     # ---------------------------------------------------------------- helpers for actions
     @property
     def seat(self) -> rules.Seat | None:
@@ -240,39 +108,8 @@ class TableScreen(Screen[None]):
         self.model.sent[action_id] = action
         self.say(f"sent: {describe(self.model, action)}", "dim")
 
-    def _chosen(self, pool: list[int]) -> list[int]:
-        """The selected cards of `pool`, else the one under the hand cursor if in it."""
-        c = self.cursor
-        chosen = [x for x in W.my_cards(self.model, c) if x in c.selected and x in pool]
-        if chosen:
-            return chosen
-        mine = W.my_cards(self.model, c)
-        if c.area == "hand" and mine and mine[c.mine] in pool:
-            return [mine[c.mine]]
-        return []
-
-    def _one(self, pool: list[int], what: str) -> int | None:
-        chosen = self._chosen(pool)
-        if len(chosen) == 1:
-            return chosen[0]
-        if not chosen and len(pool) == 1:
-            return pool[0]
-        self.say(f"select one card of your {what} (its letter, or Space)" if not chosen else
-                 f"select only one card of your {what} ({len(chosen)} are selected)", "yellow")
-        return None
-
-    def _target(self) -> int | None:
-        m, c = self.model, self.cursor
-        if not m.melds:
-            self.say("there is no meld on the table: ↑/↓ or its number picks one", "yellow")
-            return None
-        return m.melds[c.meld].id
-
     def _cards(self, indexes: list[int]) -> tuple[rules.Card, ...]:
         return tuple(rules.card_at(i) for i in indexes)
-
-    def _done_with(self, cards: list[int]) -> None:
-        self.cursor.selected -= set(cards)
 
     # ---------------------------------------------------------------- actions (keys.py)
     def do_draw(self) -> None:
@@ -318,14 +155,6 @@ class TableScreen(Screen[None]):
         if self.seat is not None and card is not None and meld is not None:
             self.send(rules.Place(self.seat, rules.card_at(card), meld))
             self._done_with([card])
-
-    def _table_card(self) -> tuple[int, int] | None:
-        m, c = self.model, self.cursor
-        if c.area != "table" or not m.melds or not m.melds[c.meld].cards:
-            self.say("go to the table card first (↑/↓ or a meld number, then ←/→)", "yellow")
-            return None
-        meld = m.melds[c.meld]
-        return meld.id, meld.cards[c.card].card
 
     def do_take(self) -> None:
         at = self._table_card()
@@ -398,18 +227,8 @@ class TableScreen(Screen[None]):
             "(M11.6)."), answered)
 
     # screen
-    def do_sort(self) -> None:
-        self.cursor.by_rank = not self.cursor.by_rank
-
     def do_removed(self) -> None:
         self.cursor.show_removed = not self.cursor.show_removed
-
-    def do_refresh(self) -> None:
-        if self.session is not None:
-            self.session.want_view()
-
-    def do_help(self) -> None:
-        self.app.push_screen(HelpScreen())
 
     def do_done(self) -> None:
         me = self.model.mine
