@@ -3,13 +3,15 @@
 A bot plays at a level: `basic` (today's bots: `strategy.next_action` on the wire view, an
 action `interval_s` after each look) or `easy` / `medium` / `hard` (`mind.SolverBot` on the
 same view read back with `codec.view_from_pb`, at the level's human-like pace, `levels.py`).
-The brains are pure; this shell does the waiting (asyncio: the level's delay counted from when
-the view was read; the solver runs in a worker thread, so the heartbeats go on), sends the
-action, and tells the brain what became of it: an ack, or a refusal, after which it plans
-again from the view as it is then (a race lost to a faster player, M6.4, is a normal outcome,
-M5.0.1). The view is the last snapshot's kept current by the events (`viewkeeper.py`); the
-shell asks for a snapshot (`Resync`, paced at the gateway) only when the keeper cannot apply
-an event (a gap, a chain, an ending, `interrupted`, ...).
+The brains are pure; the Play stream's shell (`stream.PlayStream`, shared with the classic
+bot) does the waiting (asyncio: the level's delay counted from when the view was read; the
+solver runs in a worker thread, so the heartbeats go on), sends the action, tells the brain what
+became of it: an ack, or a refusal, after which it plans again from the view as it is then (a
+race lost to a faster player, M6.4, is a normal outcome, M5.0.1), and resumes a dropped stream
+(`Join{last_seq}`, the action in flight resent with its id). The view is the last snapshot's
+kept current by the events (`viewkeeper.py`, `_Machiavelox` here); a snapshot (`Resync`, paced
+at the gateway) is asked for only when the keeper cannot apply an event (a gap, a chain, an
+ending, `interrupted`, ...).
 
 The levels' delays are table time: `time_scale` is the tables' rules clock speed
 (MACHIAVELOX_TABLE_TIME_SCALE; 1 in production), so a bot keeps its pace in table time.
@@ -17,15 +19,13 @@ The levels' delays are table time: `time_scale` is the tables' rules clock speed
 A refusal is *predictable* (`BotOutcome.predictable`) when nothing happened at the table
 between the view the action was decided on and its refusal (no event at all: the view already
 held the reason, a bot bug), a *race* (`BotOutcome.races`) otherwise; the gateway's own
-refusals (pace, outages) never reached the table and are neither.
+refusals (pace, outages) never reached the table and are neither (`stream.judge`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,15 +44,13 @@ from machiavelox._gen.v1 import (
 
 from .levels import BASIC, LEVEL_NAMES, LEVELS, Level
 from .mind import SolverBot
-from .responses import unbatch
 from .strategy import Closing, next_action
+from .stream import PlayStream, Step, StreamLost
 from .viewkeeper import ViewKeeper
 
 log = logging.getLogger(__name__)
 
 MIN_LOOK_S = 0.1  # a leveled bot looks again no sooner
-# refusals by the gateway itself (docs/protocol.md): the action never reached the table
-GATEWAY_CODES = frozenset({"rate/limited", "table/unavailable", "table/journal"})
 CALATA_ENDS = frozenset({"confirmed", "failed", "void", "cancelled"})
 
 
@@ -69,6 +67,7 @@ class BotOutcome:
     predictable: list[str] = field(default_factory=list)  # refusals the view could predict
     resyncs: int = 0  # snapshots asked for (the keeper could not apply an event)
     events: int = 0
+    resumes: int = 0  # Play streams resumed after a drop (`stream.PlayStream`)
 
 
 # ---------------------------------------------------------------------------- what events add
@@ -105,16 +104,10 @@ class TableNotes:
 
 
 # ---------------------------------------------------------------------------- brains
-@dataclass(frozen=True, slots=True)
-class Step:
-    action: rules.Action
-    delay_s: float  # wall seconds after the view arrived
-
-
 class Brain(Protocol):
     level: str
 
-    def decide(self, view: rules.PlayerView) -> Step | None: ...
+    def decide(self, view: rules.PlayerView) -> Step[rules.Action] | None: ...
     def accepted(self, action: rules.Action) -> None: ...
     def refused(self, action: rules.Action) -> None: ...
     def idle_s(self) -> float: ...
@@ -128,7 +121,7 @@ class BasicBrain:
     level: str = BASIC
     closing: Closing = field(default_factory=Closing)
 
-    def decide(self, view: rules.PlayerView) -> Step | None:
+    def decide(self, view: rules.PlayerView) -> Step[rules.Action] | None:
         wire = codec.view_to_pb(view, "", view.phase, [s.status for s in view.seats])
         action = next_action(wire, self.seat, can_close=self.closing.met)  # M8.2
         return None if action is None else Step(action, self.interval_s)
@@ -151,7 +144,7 @@ class LeveledBrain:
         self.time_scale = time_scale
         self.bot = SolverBot(seat, level, seed=seed)
 
-    def decide(self, view: rules.PlayerView) -> Step | None:
+    def decide(self, view: rules.PlayerView) -> Step[rules.Action] | None:
         decision = self.bot.decide(view)
         if decision is None:
             return None
@@ -174,7 +167,7 @@ def make_brain(level: str, seat: rules.Seat, interval_s: float, time_scale: floa
     return LeveledBrain(seat, LEVELS[level], time_scale, seed)
 
 
-# ---------------------------------------------------------------------------- the shell
+# ---------------------------------------------------------------------------- the bot
 class Bot:
     def __init__(self, name: str, gateway: grpc.aio.Channel, matchmaking: grpc.aio.Channel,
                  interval_s: float = 0.2, max_game_s: float = 1800.0,
@@ -192,8 +185,8 @@ class Bot:
         self.level = level
         self.time_scale = time_scale
         self.brain: Brain | None = None  # made once the seat is known
-        self._ids = itertools.count(1)
         self.record = record  # every message received, when given (tests)
+        self.drop_after: int | None = None  # tests: cut the stream once after that many actions
         # tests: awaited after each decision, before its reaction delay (the action, the view)
         self.on_decided: Callable[[rules.Action, rules.PlayerView], Awaitable[None]] | None = None
 
@@ -222,160 +215,68 @@ class Bot:
 
     async def _play(self, metadata: Any, table_id: str, seat: rules.Seat,
                     brain: Brain) -> BotOutcome:
-        requests: asyncio.Queue[gateway_pb2.PlayRequest] = asyncio.Queue()
-        inbox: asyncio.Queue[gateway_pb2.PlayResponse | None] = asyncio.Queue()
-
-        async def gen() -> Any:
-            while True:
-                yield await requests.get()
-
-        call = self.gateway.Play(gen(), metadata=metadata)
-        requests.put_nowait(gateway_pb2.PlayRequest(join=gateway_pb2.Join(table_id=table_id,
-                                                                         batched=True)))
-
-        async def heartbeats() -> None:  # signs of life (M11.1), as an app sends them
-            while True:
-                await asyncio.sleep(1.0)
-                requests.put_nowait(gateway_pb2.PlayRequest(heartbeat=gateway_pb2.Heartbeat()))
-
-        async def read() -> None:
-            try:
-                async for message in call:
-                    inbox.put_nowait(message)
-            finally:
-                inbox.put_nowait(None)
-
-        beating = asyncio.create_task(heartbeats())
-        reading = asyncio.create_task(read())
         out = BotOutcome(self.name, table_id, seat, None, 0, 0, level=brain.level)
-        play = _Play(self, brain, out, requests)
         try:
-            while True:
-                wait = play.wait_s()
-                try:
-                    message = await asyncio.wait_for(inbox.get(), wait)
-                except TimeoutError:
-                    message = None if reading.done() and inbox.empty() else _LOOK
-                if message is None:
-                    break
-                if message is not _LOOK and await play.take(message):
-                    return out
-                await play.look()
-        finally:
-            beating.cancel()
-            reading.cancel()
-            call.cancel()
+            await PlayStream(self, metadata, table_id, _Machiavelox(self, brain, out),
+                             out).play()
+        except (grpc.aio.AioRpcError, StreamLost) as err:  # (unfinished: `result` None)
+            log.warning("%s: its Play stream ended: %s", self.name, err)
         return out
 
 
-_LOOK = gateway_pb2.PlayResponse()  # (no message: time to look again)
+class _Machiavelox:
+    """The Machiavelox part of the bot's Play stream (`stream.Ruleset`): the last snapshot kept
+    current by the events (`ViewKeeper`, with what the events add: `TableNotes`) and the
+    brain."""
+    snapshot_kind = "snapshot"
 
-
-class _Play:
-    """One bot's session at its table: the messages read, the view kept, the actions sent."""
-
-    def __init__(self, bot: Bot, brain: Brain, out: BotOutcome,
-                 requests: asyncio.Queue[gateway_pb2.PlayRequest]) -> None:
-        self.bot, self.brain, self.out, self.requests = bot, brain, out, requests
+    def __init__(self, bot: Bot, brain: Brain, out: BotOutcome) -> None:
+        self.bot, self.brain, self.out = bot, brain, out
         self.notes = TableNotes()
         self.keeper = ViewKeeper()
-        self.pending: tuple[str, rules.Action, int] | None = None  # id, action, seq decided on
-        self.asked = True  # a snapshot is on its way (the Join's)
-        self.look_at: float | None = None  # when to decide next (None: after an answer)
 
-    def resync(self) -> None:
-        if not self.asked:
-            self.asked = True
-            self.out.resyncs += 1
-            self.requests.put_nowait(gateway_pb2.PlayRequest(resync=gateway_pb2.Resync()))
+    @property
+    def current(self) -> bool:
+        return self.keeper.current
 
-    async def take(self, message: gateway_pb2.PlayResponse) -> bool:
-        """One message (a step); True when the table ended."""
-        brain, out = self.brain, self.out
-        judge: tuple[rules.Action, str, int] | None = None  # a refusal of ours
-        for response in unbatch(message):
-            if self.bot.record is not None:
-                self.bot.record.append(response)
-            kind = response.WhichOneof("kind")
-            if kind == "snapshot":
-                self.asked = False
-                view = response.snapshot.view
-                if view.phase == common_pb2.PHASE_ENDED:
-                    out.result = view.result
-                    return True
-                self.notes.seq = response.snapshot.seq
-                self.keeper.reset(self.notes.view(view), response.snapshot.seq)
-                if not self.keeper.current:
-                    self.resync()  # (a snapshot the keeper cannot read: the next one)
-                if self.pending is None:
-                    self.look_at = time.monotonic()
-            elif kind == "refused" and not response.refused.client_action_id:
-                # about the session: paced (rate/limited) or the table unreachable for a
-                # while (table/unavailable): look again a little later; an action in flight
-                # may never be answered (its shard died: docs/protocol.md, "Outages"), the
-                # next snapshot says what became of it
-                if response.refused.refusal.code == "table/unavailable":
-                    if self.pending is not None:
-                        brain.refused(self.pending[1])
-                    self.pending = None
-                await asyncio.sleep(1.0)
-                self.asked = False
-                self.resync()
-            elif kind in ("ack", "refused"):
-                got = response.ack.client_action_id if kind == "ack" else \
-                    response.refused.client_action_id
-                if self.pending is not None and got == self.pending[0]:
-                    if kind == "ack":
-                        brain.accepted(self.pending[1])
-                    else:
-                        out.refusals += 1
-                        brain.refused(self.pending[1])
-                        judge = (self.pending[1], response.refused.refusal.code,
-                                 self.pending[2])
-                    self.pending = None
-                    self.look_at = time.monotonic()  # the table as it is now (M5.0.1)
-            elif kind == "event":
-                out.events += 1
-                self.notes.event(response.event)
-                if not self.keeper.apply(response.event):
-                    self.resync()  # a gap, a chain, an ending, `interrupted`: a snapshot
-        if judge is not None:  # after the whole step: its events came after the outcome
-            _judge(out, *judge, seq_now=self.notes.seq)
+    def snapshot(self, response: gateway_pb2.PlayResponse) -> bool:
+        view = response.snapshot.view
+        if view.phase == common_pb2.PHASE_ENDED:
+            self.out.result = view.result
+            return True
+        self.notes.seq = response.snapshot.seq
+        self.keeper.reset(self.notes.view(view), response.snapshot.seq)
         return False
 
-    def wait_s(self) -> float | None:
-        """How long to wait for a message before looking again (None: until one comes)."""
-        if self.pending is not None or self.look_at is None or not self.keeper.current:
-            return None  # an answer, or a snapshot, is on its way
-        return max(0.001, self.look_at - time.monotonic())
+    def event(self, event: common_pb2.Event) -> None:
+        self.notes.event(event)
+        self.keeper.apply(event)  # (False: stale, `current` says so)
 
-    async def look(self) -> None:
-        """Decide on the kept view when it is time, then send after the reaction delay."""
-        if self.wait_s() is None or self.look_at is None or time.monotonic() < self.look_at:
-            return
-        view = self.keeper.view()
-        seen, decided_seq = time.monotonic(), self.notes.seq
-        step = await asyncio.to_thread(self.brain.decide, view)
-        if step is None:
-            self.look_at = time.monotonic() + self.brain.idle_s()
-            return
+    def answered(self) -> None:
+        """The kept view stays current: the step's events follow (or came) on the stream."""
+
+    def resumed(self) -> None:
+        """The keeper applies the missed events as they come (a gap makes it stale)."""
+
+    def view(self) -> rules.PlayerView:
+        return self.keeper.view()
+
+    def decide(self, view: rules.PlayerView) -> Step[rules.Action] | None:
+        return self.brain.decide(view)
+
+    async def decided(self, action: rules.Action, view: rules.PlayerView) -> None:
         if self.bot.on_decided is not None:
-            await self.bot.on_decided(step.action, view)
-        await asyncio.sleep(max(0.0, step.delay_s - (time.monotonic() - seen)))
-        action_id = f"{self.bot.name}-{next(self.bot._ids)}"
-        self.pending = (action_id, step.action, decided_seq)
-        self.look_at = None
-        self.out.actions += 1
-        self.requests.put_nowait(gateway_pb2.PlayRequest(action=gateway_pb2.ActionRequest(
-            client_action_id=action_id, action=codec.action_to_pb(step.action))))
+            await self.bot.on_decided(action, view)
 
+    def accepted(self, action: rules.Action) -> None:
+        self.brain.accepted(action)
 
-def _judge(out: BotOutcome, action: rules.Action, code: str, decided_seq: int,
-           seq_now: int) -> None:
-    if code in GATEWAY_CODES:
-        return
-    if seq_now == decided_seq:
-        out.predictable.append(f"{type(action).__name__}: {code}")
-        log.warning("%s: refused %s (%s) on an unchanged table", out.player, action, code)
-    else:
-        out.races += 1
+    def refused(self, action: rules.Action) -> None:
+        self.brain.refused(action)
+
+    def request(self, action_id: str, action: rules.Action) -> gateway_pb2.ActionRequest:
+        return gateway_pb2.ActionRequest(client_action_id=action_id,
+                                         action=codec.action_to_pb(action))
+
+    def idle_s(self) -> float:
+        return self.brain.idle_s()
