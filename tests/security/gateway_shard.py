@@ -8,6 +8,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -71,12 +72,15 @@ def cluster(tmp: Path, gateway: dict[str, str] | None = None,
         check_all_clean(procs)
 
 
-async def create_table(shard: Proc, table_id: str, players: tuple[str, ...] = PLAYERS) -> None:
-    """As matchmaking does (its certificate)."""
+async def create_table(shard: Proc, table_id: str, players: tuple[str, ...] = PLAYERS,
+                       **fields: Any) -> None:
+    """As matchmaking does (its certificate); `fields`: more of the request (a classic
+    table's `ruleset` and `classic` variants)."""
     async with session_pki().tls("matchmaking").channel(shard.address, "table") as ch:
         await table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
             table_pb2.CreateTableRequest(table_id=table_id, player_ids=list(players),
-                                         kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)
+                                         kind=table_pb2.MATCH_KIND_SINGLE, **fields),
+            timeout=5)
 
 
 @contextlib.asynccontextmanager

@@ -19,6 +19,7 @@ Proves:
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from collections.abc import Callable, Iterator
@@ -30,16 +31,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from machiavelox import classic, classic_codec, codec, rules
-from machiavelox._gen.v1 import classic_pb2, common_pb2, gateway_pb2, table_pb2, table_pb2_grpc
+from machiavelox._gen.v1 import classic_pb2, common_pb2, gateway_pb2
 from machiavelox.classic import Seat, Session, shuffled_deal, view_for
-from machiavelox.local.processes import Proc, channel, check_all_clean, free_port, start
+from machiavelox.local.processes import Proc, channel
 from machiavelox.platform.errors import REASON_KEY, ServiceError
 from tests.classic.helpers import GreedyPlayer, fingerprint, random_variants
+from tests.security.gateway_shard import KEY, cluster, create_table
 from tests.support.client import hmac_bearer
 
 pytestmark = pytest.mark.timeout(240)
 
-KEY = "classic-hostile-test-key-0123456789"
 TABLE = "shard-0.hostile"
 PLAYERS = ["ann", "bob", "cy", "dee"]
 PLAY = "/machiavelox.v1.GatewayService/Play"
@@ -145,24 +146,12 @@ def test_any_wire_variant_set_is_refused_with_its_reason_or_plays(
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
     """A shard with a four-player classic table (ann sits at it), and a gateway to it."""
-    tmp = tmp_path_factory.mktemp("classic-hostile")
-    procs: list[Proc] = []
-    try:
-        shard = start("shard", "table", {"MACHIAVELOX_SHARD_ID": "shard-0",
-                                         "MACHIAVELOX_GRACE_S": "1",
-                                         "MACHIAVELOX_METRICS_PORT": str(free_port())}, tmp)
-        procs.append(shard)
-        with channel(shard, "matchmaking") as ch:
-            table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(table_pb2.CreateTableRequest(
-                table_id=TABLE, player_ids=PLAYERS, ruleset=classic_pb2.RULESET_CLASSIC,
-                classic=classic_pb2.ClassicVariants(players=4, jokers=2)), timeout=5)
-        procs.append(start("gateway", "gateway", {
-            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_METRICS_PORT": str(free_port()),
-            "MACHIAVELOX_GRACE_S": "1",
-            "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0={shard.address}"}, tmp))
-        yield procs[-1]
-    finally:
-        check_all_clean(procs)
+    quick = {"MACHIAVELOX_GRACE_S": "1"}
+    with cluster(tmp_path_factory.mktemp("classic-hostile"), quick, quick) as procs:
+        asyncio.run(create_table(procs.shard, TABLE, tuple(PLAYERS),
+                                 ruleset=classic_pb2.RULESET_CLASSIC,
+                                 classic=classic_pb2.ClassicVariants(players=4, jokers=2)))
+        yield procs.gateway
 
 
 def join() -> bytes:

@@ -11,6 +11,7 @@ deadline). The examples are bounded (a few hundred in process, a few dozen over 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from machiavelox import codec, rules
-from machiavelox._gen.v1 import gateway_pb2, table_pb2, table_pb2_grpc
-from machiavelox.local.processes import Proc, channel, check_all_clean, free_port, start
+from machiavelox._gen.v1 import gateway_pb2
+from machiavelox.local.processes import Proc, channel
 from machiavelox.platform.errors import (
     MALFORMED_REASON,
     REASON_KEY,
@@ -30,11 +31,11 @@ from machiavelox.platform.errors import (
     ServiceError,
     decoder,
 )
+from tests.security.gateway_shard import KEY, cluster, create_table
 from tests.support.client import hmac_bearer
 
 pytestmark = pytest.mark.timeout(180)
 
-KEY = "decode-fuzz-test-key-0123456789"
 TABLE = "shard-0.fuzz"
 PLAY = "/machiavelox.v1.GatewayService/Play"
 STREAMED = decoder(gateway_pb2.PlayRequest.FromString, PLAY, True)
@@ -113,24 +114,10 @@ def test_the_decoder_gives_the_message_or_malformed_and_nothing_else(frame: byte
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
     """A shard with a table ann sits at, and a gateway routing to it."""
-    tmp = tmp_path_factory.mktemp("fuzz")
-    procs: list[Proc] = []
-    try:
-        shard = start("shard", "table", {"MACHIAVELOX_SHARD_ID": "shard-0",
-                                         "MACHIAVELOX_GRACE_S": "1",
-                                         "MACHIAVELOX_METRICS_PORT": str(free_port())}, tmp)
-        procs.append(shard)
-        with channel(shard, "matchmaking") as ch:
-            table_pb2_grpc.TableAuthorityServiceStub(ch).CreateTable(
-                table_pb2.CreateTableRequest(table_id=TABLE, player_ids=["ann", "bob", "cy"],
-                                             kind=table_pb2.MATCH_KIND_SINGLE), timeout=5)
-        procs.append(start("gateway", "gateway", {
-            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_METRICS_PORT": str(free_port()),
-            "MACHIAVELOX_GRACE_S": "1",
-            "MACHIAVELOX_GATEWAY_SHARDS": f"shard-0={shard.address}"}, tmp))
-        yield procs[-1]
-    finally:
-        check_all_clean(procs)
+    quick = {"MACHIAVELOX_GRACE_S": "1"}
+    with cluster(tmp_path_factory.mktemp("fuzz"), quick, quick) as procs:
+        asyncio.run(create_table(procs.shard, TABLE))
+        yield procs.gateway
 
 
 @settings(max_examples=40, deadline=None,
