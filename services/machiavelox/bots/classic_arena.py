@@ -1,16 +1,18 @@
 """Classic sessions between `ClassicBot`s in-process, on the engine directly (tests, figures).
 
-Each bot decides from its own view (`classic.view_for`) only; its action is applied at once
-(a classic table has one player on turn: no races), the table's clock advancing a second per
-action. A refusal is always predictable here (nothing else happened between the view and the
-action): it is recorded, and the bot then gives the turn up or draws. After every action the
-cards are counted: every card of the deck in exactly one place (a hand, the stock, a meld, out
-of play). Bounded: at most `max_actions` actions per session.
+Each bot (a `ClassicBot` of its seat's level, `classic_levels.py`) decides from its own view
+(`classic.view_for`) only; its action is applied at once (a classic table has one player on
+turn: no races), the table's clock advancing a second per action. A refusal is always
+predictable here (nothing else happened between the view and the action): it is recorded,
+and the bot then gives the turn up or draws. After every action the cards are counted: every
+card of the deck in exactly one place (a hand, the stock, a meld, out of play). Bounded: at
+most `max_actions` actions per session.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from machiavelox.classic import (
@@ -25,6 +27,7 @@ from machiavelox.classic import (
 )
 from machiavelox.rules import RulesError
 
+from .classic_levels import HARD, ClassicLevel
 from .classic_mind import ClassicBot, Decision
 
 STEP_MS = 1_000  # table time per action
@@ -55,10 +58,16 @@ def conserved(session: Session) -> bool:
 
 
 def play_session(variants: Variants, seed: int, max_actions: int = MAX_ACTIONS,
-                 bots: list[ClassicBot] | None = None) -> ClassicOutcome:
+                 bots: list[ClassicBot] | None = None,
+                 levels: Sequence[ClassicLevel] | None = None) -> ClassicOutcome:
     """One session from `shuffled_deal(variants, seed)` (the next hands: seed + hand number),
-    played by `bots` (default: a `ClassicBot` per seat) to its end."""
-    players = bots if bots is not None else [ClassicBot(s, variants) for s in variants.seats]
+    played by `bots` to its end; by default a `ClassicBot` per seat, of `levels` (one per
+    seat, in seat order; default: all `hard`)."""
+    if levels is not None and len(levels) != len(variants.seats):
+        raise ValueError(f"{len(levels)} levels for {len(variants.seats)} seats")
+    players = bots if bots is not None else [
+        ClassicBot(s, variants, HARD if levels is None else levels[i])
+        for i, s in enumerate(variants.seats)]
     session = Session(variants, shuffled_deal(variants, seed))
     out = ClassicOutcome(seed, variants)
     now = 0

@@ -16,6 +16,7 @@ table meld, extended in place, as for Machiavelox.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import combinations
@@ -62,6 +63,23 @@ def windows(aces: Aces) -> Iterator[tuple[int, int]]:
 
 def run_faces(suit: int, start: int, length: int) -> tuple[Face, ...]:
     return tuple(sorted(suit * RANKS + (start - 1 + i) % RANKS for i in range(length)))
+
+
+@functools.lru_cache(maxsize=4096)
+def extensions(faces: tuple[Face, ...], aces: Aces) -> tuple[tuple[Face, ...], ...]:
+    """The melds a valid table meld of `faces` (sorted; each joker as the face it stands
+    for) becomes with cards added and none taken away (C3): the longer runs of its suit that
+    hold every one of its faces, or the set of four of its rank."""
+    suits = {f // RANKS for f in faces}
+    have = set(faces)
+    if len(suits) == 1:  # a run (a set has distinct suits)
+        suit = next(iter(suits))
+        return tuple(run for start, length in windows(aces) if length > len(faces)
+                     for run in [run_faces(suit, start, length)] if have <= set(run))
+    if len(faces) < MAX_SET:
+        rank = faces[0] % RANKS
+        return (tuple(s * RANKS + rank for s in range(SUITS)),)
+    return ()
 
 
 class ClassicShape(Shape):

@@ -10,6 +10,8 @@ splits by itself), so any order of gestures reaches the same table:
 - a meld with a home: `Move` of its table cards in, then `Attach` of its hand cards;
 - a new meld with table cards: the first `Move` to a new meld, the others after it;
 - a new meld of hand cards alone: one `Meld` (the only gesture before the opening, C8);
+- hand cards onto a meld a bounded level does not rework (`ClassicSolution.attaches`): an
+  `Attach` each; only the melds it reworks give or take table cards;
 - then `End`.
 
 Destinations are named by a card they hold (`ClassicStep.anchor`) and turned into meld ids on
@@ -21,7 +23,7 @@ predict is ever sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from machiavelox.classic import (
@@ -78,7 +80,8 @@ def build_plan(pos: ClassicPosition, sol: ClassicSolution) -> list[ClassicStep] 
     if sol.placed == 0:
         return None
     builds = [_Build(c.naturals, c.jokers) for c in sol.copies]
-    touchable = {m.id: pos.table[m.id] for m in pos.melds}
+    touchable = {m.id: pos.table[m.id] for m in pos.melds
+                 if sol.reworked is None or m.id in sol.reworked}
     _homes(builds, touchable)
     free_nat: dict[Face, list[ClassicCard]] = {}
     free_jok: list[ClassicCard] = []
@@ -128,7 +131,34 @@ def build_plan(pos: ClassicPosition, sol: ClassicSolution) -> list[ClassicStep] 
             steps.append(ClassicStep(MELD, b.hand_in))
             continue
         steps += [ClassicStep(ATTACH, (c,), anchor) for c in b.hand_in]
+    for a in sol.attaches:  # hand cards onto a meld the play does not rework
+        added: list[ClassicCard] = []
+        for f in a.naturals:
+            if not hand_nat.get(f):
+                return None
+            added.append(hand_nat[f].pop())
+        if len(hand_jok) < a.jokers:
+            return None
+        added += [hand_jok.pop() for _ in range(a.jokers)]
+        steps += [ClassicStep(ATTACH, (c,), pos.table[a.meld][0]) for c in added]
     return [*steps, END_STEP]
+
+
+def reworked(pos: ClassicPosition, steps: Sequence[ClassicStep]) -> set[int]:
+    """The table melds (as at the turn's start) that `steps` take a card from, move a table
+    card into or swap a joker of: what a level's `depth` bounds (hand cards attached to a
+    meld do not rework it)."""
+    where = {c: mid for mid, cards in pos.table.items() for c in cards}
+    moved = {c for step in steps if step.kind == MOVE for c in step.cards}
+    out: set[int] = set()
+    for step in steps:
+        if step.kind == MOVE:
+            out.add(where[step.cards[0]])
+            if step.anchor is not None and step.anchor not in moved and step.anchor in where:
+                out.add(where[step.anchor])
+        elif step.kind == SWAP and step.joker is not None:
+            out.add(where[step.joker])
+    return out
 
 
 def _pile(c: ClassicCard, naturals: dict[Face, list[ClassicCard]],

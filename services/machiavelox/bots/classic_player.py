@@ -95,7 +95,8 @@ class _Classic:
             self.out.last_hand = snap.view.last_hand
             return True
         if self.brain is None:
-            self.brain = ClassicBot(self.seat, classic_codec.variants_from_pb(snap.view.variants))
+            variants = classic_codec.variants_from_pb(snap.view.variants)
+            self.brain = ClassicBot.named(self.seat, variants, self.bot.level)
         self._view, self.current = view, True
         return False
 

@@ -6,9 +6,9 @@ bots as `machiavelox bots` and the arena's leveled ones: `player.Bot` with its b
 logs in (through the gateway, or with a token the host mints), joins the friendly table with
 the code through the gateway like any app, and plays it to its end. The call returns once they
 are started; it does not wait for their seats. With `classic=True` the bots are
-`classic_player.ClassicInviteBot`s (the classic bots' one strength: any level is accepted and
-plays alike), 1 to 5 of them (a classic table has 2..6 seats), each waiting `CLASSIC_THINK_S`
-of table time before an action so that a person can follow.
+`classic_player.ClassicInviteBot`s of the level's classic strength (`classic_levels.py`;
+`basic` is `easy`), 1 to 5 of them (a classic table has 2..6 seats), each waiting
+`CLASSIC_THINK_S` of table time before an action so that a person can follow.
 
 Bounded: at most `max_bots` run at once; a call that would pass it is refused whole
 (`Full`: RESOURCE_EXHAUSTED `bots/full`), none of its bots started. A bot is released (its
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from .classic_levels import practice_level
 from .classic_player import ClassicInviteBot, ClassicOutcome
 from .invite import InviteBot, bot_names
 from .levels import LEVEL_NAMES
@@ -115,6 +116,7 @@ class BotHost:
             cbot = ClassicInviteBot(name, self.gateway, code, think_s=CLASSIC_THINK_S,
                                     time_scale=self.config.time_scale)
             cbot.token_for = self.token_for
+            cbot.level = practice_level(level).name  # its strength (classic_levels.py)
             return cbot.run_classic
         bot = InviteBot(name, self.gateway, code, self.config.basic_interval_s, level,
                         self.config.time_scale, token_for=self.token_for)
