@@ -49,7 +49,8 @@ def demo(args: list[str]) -> int:
 # processes, one at a time (their timing wants a machine they do not share with each other).
 IN_PROCESS = ["tests/rules", "tests/classic", "tests/scenario", "tests/bots/test_bots_play.py",
               "tests/bots/test_solver_oracle.py", "tests/bots/test_view_keeper.py",
-              "tests/bots/test_classic_bots.py"]
+              "tests/bots/test_classic_bots.py", "tests/bots/test_classic_levels.py",
+              "tests/client/test_model.py", "tests/client/test_classic_model.py"]
 
 
 def test(args: list[str]) -> int:

@@ -13,8 +13,9 @@ from machiavelox.classic import Seat
 from machiavelox.client import classic_widgets as CW
 from machiavelox.client import classic_words as words
 from machiavelox.client.classic_model import ClassicModel
-from machiavelox.client.model import TableClock
+from machiavelox.client.model_base import TableClock
 from machiavelox.client.widgets import Cursor
+from machiavelox.client.words import sentence
 
 PLAYERS = ["ada", "bob", "cy"]
 
@@ -204,3 +205,12 @@ def test_the_end_of_a_session_is_said_from_its_event_then_from_the_view() -> Non
     winner = "You won!" if result.winners == (Seat.P2,) else "ada (p1) won."
     assert said.startswith(winner) and "Totals (lowest wins)" in said, said
     assert "Enter: back to the menu" in CW.hint_line(model).plain
+
+
+def test_a_log_line_capitalises_you_and_your_but_never_a_name() -> None:
+    """Both games' log lines: the viewer's "you"/"your" first is capitalised; a player named
+    "youri" keeps the case of the name (the classic log used to make it "Youri")."""
+    assert sentence("you drew a card") == "You drew a card"
+    assert sentence("you: Stop!") == "You: Stop!"
+    assert sentence("your turn") == "Your turn"
+    assert sentence("youri (p2) drew a card") == "youri (p2) drew a card"

@@ -15,7 +15,6 @@ from typing import Any
 import grpc
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Static
 
 from machiavelox import classic
 from machiavelox.bots.classic_player import ClassicInviteBot
@@ -27,24 +26,12 @@ from machiavelox.client.screens import ClassicTableScreen, HelpScreen, PlayersSc
 from machiavelox.client.widgets import LABELS
 from machiavelox.local.processes import Proc
 from machiavelox.platform import keepalive
+from tests.client.on_screen import SIZE, fits, text_of
 from tests.client.person import on, until
 
 pytestmark = pytest.mark.timeout(120)
-SIZE = (80, 24)
 STEP_S = 20.0
 TURNS = 12  # the most of the person's turns the practice test plays
-
-
-def text_of(app: PlayApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-def fits(app: PlayApp) -> None:
-    """Everything of the table screen is inside 80x24 (the hint line on the last row)."""
-    hint = app.screen.query_one("#hint", Static).region
-    assert hint.bottom <= SIZE[1] and hint.height >= 1, hint
-    for widget in app.screen.query(Static):
-        assert widget.region.right <= SIZE[0], widget
 
 
 def classic_screen(app: PlayApp) -> ClassicTableScreen:
@@ -237,6 +224,15 @@ async def test_a_classic_table_joined_by_code_shows_a_refusal(
             await asyncio.gather(*bots, return_exceptions=True)
 
 
+async def menu_entry_for(pilot: Pilot[Any], app: PlayApp, entry: str, players: int) -> None:
+    """From the menu, the classic `entry` (its key), the players question answered."""
+    await until(pilot, on(app, "MenuScreen"), STEP_S, "the menu")
+    await pilot.press(entry)
+    await until(pilot, lambda: isinstance(app.screen, PlayersScreen), STEP_S,
+                "the players question")
+    await pilot.press(str(players))
+
+
 async def test_the_menus_classic_entries(cluster: dict[str, Proc]) -> None:
     """Menu 7 asks for the players (2-6) and makes a friendly classic table with them: its
     invite code and variants shown; Esc leaves the lobby. Menu 8 asks too and makes a classic
@@ -244,11 +240,7 @@ async def test_the_menus_classic_entries(cluster: dict[str, Proc]) -> None:
     fits 80x24 with the four seat lines."""
     app = PlayApp(cluster["gateway"].address, "kim")
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, on(app, "MenuScreen"), STEP_S, "the menu")
-        await pilot.press("7")
-        await until(pilot, lambda: isinstance(app.screen, PlayersScreen), STEP_S,
-                    "the players question")
-        await pilot.press("3")
+        await menu_entry_for(pilot, app, "7", players=3)
         await until(pilot, lambda: isinstance(app.screen, WaitScreen) and bool(app.screen.code),
                     STEP_S, "the invite code")
         assert "3 players, 2 decks" in text_of(app, "#title")
@@ -257,11 +249,7 @@ async def test_the_menus_classic_entries(cluster: dict[str, Proc]) -> None:
         await until(pilot, on(app, "MenuScreen"), STEP_S, "the menu again")
     app = PlayApp(cluster["gateway"].address, "lea")  # (kim's lobby stays open until expired)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, on(app, "MenuScreen"), STEP_S, "the menu")
-        await pilot.press("8")
-        await until(pilot, lambda: isinstance(app.screen, PlayersScreen), STEP_S,
-                    "the players question")
-        await pilot.press("4")
+        await menu_entry_for(pilot, app, "8", players=4)
         try:
             await until(pilot, on(app, "ClassicTableScreen"), STEP_S,
                         "the classic practice table")

@@ -8,21 +8,16 @@ from itertools import combinations
 from typing import Any
 
 import pytest
-from textual.widgets import Static
 
 from machiavelox.client.app import PlayApp
 from machiavelox.local.processes import Proc
+from tests.client.on_screen import SIZE, text_of
 from tests.client.person import Person, on, regular, table_screen, until
 
 pytestmark = pytest.mark.timeout(240)
 TIME_SCALE = 2.0
 BOT_INTERVAL_S = 3600.0  # the practice bots never act (read by conftest's `cluster`)
-SIZE = (80, 24)
 STEP_S = 20.0
-
-
-def text_of(app: PlayApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
 
 
 async def _answered(pilot: Any, app: PlayApp, *keys: str) -> None:

@@ -5,6 +5,7 @@ docs/play.md lists."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from machiavelox.client.keys import (
     BY_KEY,
@@ -21,7 +22,7 @@ from machiavelox.client.screens import ClassicTableScreen, TableScreen
 from machiavelox.client.screens.board import BoardScreen
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "play.md"
-GAMES: tuple[tuple[tuple[Key, ...], dict[str, str], type[BoardScreen], str], ...] = (
+GAMES: tuple[tuple[tuple[Key, ...], dict[str, str], type[BoardScreen[Any, Any, Any]], str], ...] = (
     (KEYS, BY_KEY, TableScreen, help_text()),
     (CLASSIC_KEYS, CLASSIC_BY_KEY, ClassicTableScreen, classic_help_text()))
 

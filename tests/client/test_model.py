@@ -9,7 +9,8 @@ from collections import Counter
 
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import common_pb2, gateway_pb2
-from machiavelox.client.model import TableClock, TableModel
+from machiavelox.client.model import TableModel
+from machiavelox.client.model_base import TableClock
 from machiavelox.client.widgets import Cursor, meld_chunk, mine_lines, seat_line, table_lines
 from machiavelox.client.words import refusal_line
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from machiavelox.bots.invite import InviteBot
 from machiavelox.bots.player import Bot
@@ -21,24 +21,12 @@ from machiavelox.client.keys import KEYS
 from machiavelox.client.screens import ConfirmScreen, HelpScreen, WaitScreen
 from machiavelox.local.processes import Proc
 from machiavelox.platform import keepalive
+from tests.client.on_screen import SIZE, fits, text_of
 from tests.client.person import Person, on, table_screen, until
 
 pytestmark = pytest.mark.timeout(240)
-SIZE = (80, 24)
 STEP_S = 20.0
 BOT_INTERVAL_S = 0.25  # the practice tables' basic bots (read by conftest's `cluster`)
-
-
-def text_of(app: PlayApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-def fits(app: PlayApp) -> None:
-    """Everything of the table screen is inside 80x24 (the hint line on the last row)."""
-    hint = app.screen.query_one("#hint", Static).region
-    assert hint.bottom <= SIZE[1] and hint.height >= 1, hint
-    for widget in app.screen.query(Static):
-        assert widget.region.right <= SIZE[0], widget
 
 
 async def test_a_persons_smazzata_against_two_bots_to_its_end(

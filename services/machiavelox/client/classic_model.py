@@ -10,7 +10,7 @@ the results. Between two snapshots the events that name what they move are follo
 the server told, never a judgement; the melds they touched are `provisional` (their validity
 and display order unknown) and the screen asks for the next snapshot after each event. A
 restore, a penalty, a hand's or the session's end are left to that snapshot. The client
-decides no rule.
+decides no rule. What it keeps as the Machiavelox model does is `model_base.ModelBase`'s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from machiavelox._gen.v1 import classic_pb2, common_pb2, gateway_pb2
 from . import classic_words as words
 from .cards import sorted_cards
 from .classic_words import seat_index
-from .model import LogLine, TableClock
+from .model_base import LogLine, ModelBase, TableClock
 
 
 @dataclass
@@ -49,25 +49,24 @@ class ClassicMeld:
     def valid(self) -> bool:
         return bool(self.kind) and not self.provisional
 
+    @property
+    def card_indexes(self) -> list[int]:
+        return self.cards
 
-class ClassicModel:
+
+class ClassicModel(ModelBase[ClassicSeatState, ClassicMeld, int, classic.ClassicAction]):
     """One player's classic table, from snapshots and events (module docstring)."""
+
+    SNAPSHOT = "classic_snapshot"
 
     def __init__(self, table_id: str, players: list[str], me: str,
                  clock: TableClock | None = None) -> None:
-        self.table_id = table_id
-        self.players = list(players)
-        self.me: int | None = players.index(me) if me in players else None
-        self.clock = clock or TableClock()
-        self.seq = 0
-        self.snapshots = 0
-        self.stale = True
-        self.phase = "playing"  # playing | between | ended
+        super().__init__(table_id, players, me, clock)
+        # (phase: playing | between | ended)
         self.variants: classic.Variants | None = None
         self.hand_number = 1
-        self.hand: list[int] = []
         self.seats = [ClassicSeatState(i, name) for i, name in enumerate(self.players)]
-        self.melds: list[ClassicMeld] = []
+        self.melds = []
         self.stock = 0
         self.turn: int | None = None
         self.turn_ends_ms: int | None = None
@@ -76,69 +75,24 @@ class ClassicModel:
         self.last_hand: classic.HandResult | None = None
         self.result: classic.SessionResult | None = None
         self.ended_detail = ""  # the `ended` event's words, until a snapshot has the result
-        self.log: list[LogLine] = []
-        self.sent: dict[str, classic.ClassicAction] = {}  # our actions by id, for answers
-        self.last_refusal: LogLine | None = None
 
     # ---------------------------------------------------------------- derived, for screens
     @property
-    def mine(self) -> ClassicSeatState | None:
-        return self.seats[self.me] if self.me is not None else None
-
-    @property
     def my_turn(self) -> bool:
         return self.me is not None and self.turn == self.me and self.phase == "playing"
-
-    @property
-    def ended(self) -> bool:
-        return self.phase == "ended"
-
-    def name(self, seat: int | None) -> str:
-        if seat is None:
-            return "the table"
-        return "you" if seat == self.me else f"{self.players[seat]} (p{seat + 1})"
-
-    def meld(self, meld_id: int) -> ClassicMeld | None:
-        for m in self.melds:
-            if m.id == meld_id:
-                return m
-        return None
-
-    def label(self, meld_id: int) -> str:
-        """The meld's number on screen (its place on the table, from 1)."""
-        for i, m in enumerate(self.melds):
-            if m.id == meld_id:
-                return str(i + 1)
-        return "new"
 
     def turn_left_s(self) -> float | None:
         """Wall-clock seconds left of a timed turn (C7); None when untimed."""
         return self.clock.left_s(self.turn_ends_ms) if self.phase == "playing" else None
 
     # ---------------------------------------------------------------- input
-    def take(self, response: gateway_pb2.PlayResponse) -> list[LogLine]:
-        """One message from the server (already unbatched); the log lines it adds."""
-        kind = response.WhichOneof("kind")
-        lines: list[LogLine] = []
-        if kind == "classic_snapshot":
-            self.apply_snapshot(response.classic_snapshot)
-        elif kind == "event":
-            lines = self.apply_event(response.event)
-        elif kind == "ack":
-            self.sent.pop(response.ack.client_action_id, None)
-        elif kind == "refused":
-            lines = [self.refused(response.refused)]
-        self.log.extend(lines)
-        del self.log[:-500]
-        return lines
+    def _snapshot(self, response: gateway_pb2.PlayResponse) -> None:
+        self.apply_snapshot(response.classic_snapshot)
 
     def apply_snapshot(self, snap: classic_pb2.ClassicSnapshot) -> None:
         view = classic_codec.view_from_pb(snap.view)
         self.variants = classic_codec.variants_from_pb(snap.view.variants)
-        self.seq = snap.seq
-        self.snapshots += 1
-        self.stale = False
-        self.clock.seen(view.now_ms, exact=False)
+        self._fresh(snap.seq, view.now_ms)
         if self.me is None and view.viewer is not None:
             self.me = view.viewer.value
         while len(self.seats) < len(view.seats):  # (names unknown: p4, p5, ...)
@@ -163,22 +117,15 @@ class ClassicModel:
         self.last_hand = view.last_hand
         self.result = view.result
 
-    def apply_event(self, ev: common_pb2.Event) -> list[LogLine]:
-        if ev.seq and ev.seq <= self.seq:
-            return []  # included in the snapshot already
-        self.seq = ev.seq or self.seq
-        self.stale = True
-        self.clock.seen(ev.at_ms, exact=True)
-        line = words.event_line(self, ev)  # words before the change: the melds' old numbers
-        self._patch(ev)
-        return [line]
+    def _event_line(self, ev: common_pb2.Event) -> LogLine:
+        return words.event_line(self, ev)
 
-    def refused(self, refused: common_pb2.ActionRefused) -> LogLine:
-        action = self.sent.pop(refused.client_action_id, None)
-        line = words.refusal_line(self, action, refused.refusal.code, refused.refusal.message)
-        if refused.client_action_id:
-            self.last_refusal = line
-        return line
+    def _refusal_line(self, action: classic.ClassicAction | None, code: str,
+                      message: str) -> LogLine:
+        return words.refusal_line(self, action, code, message)
+
+    def describe(self, action: classic.ClassicAction | None) -> str:
+        return words.describe(self, action)
 
     # ---------------------------------------------------------------- the events' bookkeeping
     def _patch(self, ev: common_pb2.Event) -> None:
@@ -225,18 +172,8 @@ class ClassicModel:
         if kind in ("melded", "attached", "moved", "swapped"):
             self.turn_changed = True
 
-    def _from_hand(self, s: ClassicSeatState, cards: list[int]) -> None:
-        s.hand_count = max(0, s.hand_count - len(cards))
-        if s.seat == self.me:
-            self.hand = [c for c in self.hand if c not in cards]
-
-    def _onto(self, meld_id: int, cards: list[int]) -> None:
-        meld = self.meld(meld_id)
-        if meld is None:
-            self.melds.append(ClassicMeld(meld_id, list(cards), provisional=True))
-            return
-        meld.cards.extend(cards)
-        meld.provisional = True
+    def _new_meld(self, meld_id: int, cards: list[int]) -> ClassicMeld:
+        return ClassicMeld(meld_id, list(cards), provisional=True)
 
     def _lift(self, meld_id: int, card: int) -> None:
         meld = self.meld(meld_id)

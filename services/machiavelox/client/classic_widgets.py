@@ -1,9 +1,11 @@
 """What the classic table screen draws, as pure functions from the model and the cursor to rich
 Text (tested without a terminal), sized for 80x24 with up to six seats. The drawing of a card,
-the flowing of the melds along the lines and the labelled hand rows are the Machiavelox
-screen's (`widgets.py`); the rest is classic's: whose turn it is and its time (C7), each
-seat's cards in hand, opening (C8) and total (C11), the stock's count, a joker with the card it
-stands for (C2), a meld that is not valid right now (red `!`), the hand's and session's ends.
+the stream's state, a seat's name, a meld's number and the cursor's marks on its cards, the
+flowing of the melds along the lines, the labelled hand rows and the hint line are the
+Machiavelox screen's (`widgets.py`); the rest is classic's: whose turn it is and its time (C7),
+each seat's cards in hand, opening (C8) and total (C11), the stock's count, a joker with the
+card it stands for (C2), a meld that is not valid right now (red `!`), the hand's and session's
+ends.
 """
 
 from __future__ import annotations
@@ -17,10 +19,19 @@ from . import classic_words as words
 from .cards import sorted_cards
 from .classic_model import ClassicModel, ClassicSeatState
 from .keys import CLASSIC_HINT
-from .widgets import SEAT_FG, Cursor, flow_lines, hand_rows, mm_ss, put_card
-
-LINK = {"live": ("●", "green"), "connecting": ("○", "yellow"),
-        "reconnecting": ("◌", "yellow"), "closed": ("✕", "red")}
+from .widgets import (
+    SEAT_FG,
+    Cursor,
+    cursor_marks,
+    flow_lines,
+    game_hint,
+    hand_rows,
+    link_mark,
+    meld_head,
+    mm_ss,
+    put_card,
+    seat_name,
+)
 
 
 def hand_order(model: ClassicModel, cursor: Cursor) -> list[int]:
@@ -57,10 +68,7 @@ def top_line(model: ClassicModel, link: str) -> Text:
     if left is not None and model.turn is not None:
         who = "you" if model.turn == model.me else model.players[model.turn]
         text.append(f"· {who} {mm_ss(left)} ", style="bold red" if left < 10 else "bold")
-    mark, style = LINK.get(link, ("?", ""))
-    text.append(f"{mark} {link}", style=style)
-    if model.stale:
-        text.append(" ⟳", style="dim")
+    link_mark(text, link, model.stale)
     return text
 
 
@@ -69,10 +77,8 @@ def seat_line(model: ClassicModel, seat: ClassicSeatState) -> Text:
     fg = SEAT_FG[seat.seat % len(SEAT_FG)]
     on_turn = model.turn == seat.seat and model.phase == "playing"
     text.append("▶" if on_turn else "▌", style=f"bold {fg}")
-    who = f"p{seat.seat + 1} {seat.name[:12]}" + (" (you)" if seat.seat == model.me else "")
-    text.append(f"{who:<19}", style=f"bold {fg}")
-    hand = len(model.hand) if seat.seat == model.me else seat.hand_count
-    text.append(f"hand {hand:>2} · total {seat.total:>4}")
+    seat_name(text, model, seat.seat, seat.name, fg)
+    text.append(f"hand {model.cards_in_hand(seat):>2} · total {seat.total:>4}")
     if seat.eliminated:
         text.append(" · ELIMINATED", style="bold red")
     elif not seat.playing:
@@ -94,35 +100,20 @@ def seat_line(model: ClassicModel, seat: ClassicSeatState) -> Text:
 
 def meld_chunk(model: ClassicModel, cursor: Cursor, index: int) -> Text:
     meld = model.melds[index]
-    text = Text()
-    label = str(index + 1)
-    style = "bold"
-    if not meld.kind and not meld.provisional:
-        label += "!"
-        style += " red"
-    if meld.provisional:
-        label += "?"
-    at = cursor.area == "table" and cursor.meld == index
-    text.append(label, style=style + (" reverse" if at else ""))
-    text.append(" ")
+    text = meld_head(cursor, index, "bold", not meld.kind and not meld.provisional,
+                     meld.provisional)
     for i, card in enumerate(meld.cards):
-        style = ""
-        if cursor.picked == (meld.id, card):
-            style += " bold reverse"
-        if at and cursor.card == i:
-            style += " underline bold"
-        put_card(text, card, style.strip())
+        if i:
+            text.append(" ")
+        put_card(text, card, cursor_marks(cursor, index, meld.id, i, card).strip())
         stood = stands_for(meld.stands_for[i]) if i < len(meld.stands_for) else ""
         if stood:
             text.append(f"={stood}", style="dim")
-        if i < len(meld.cards) - 1:
-            text.append(" ")
     return text
 
 
 def table_lines(model: ClassicModel, cursor: Cursor, width: int, height: int) -> Text:
-    chunks = [meld_chunk(model, cursor, i) for i in range(len(model.melds))]
-    return flow_lines(chunks, cursor.meld if cursor.area == "table" else None, width, height)
+    return flow_lines(model, cursor, meld_chunk, width, height)
 
 
 def inspect_line(model: ClassicModel, cursor: Cursor, width: int = 80) -> Text:
@@ -184,8 +175,4 @@ def hand_lines(model: ClassicModel, cursor: Cursor, width: int = 80) -> Text:
 
 
 def hint_line(model: ClassicModel) -> Text:
-    if model.ended:
-        return Text("Enter: back to the menu   ? help", style="bold")
-    if model.phase == "between":
-        return Text("e end an open session   ? help", style="bold")
-    return Text(CLASSIC_HINT, style="dim")
+    return game_hint(model, "between", "e end an open session   ? help", CLASSIC_HINT)

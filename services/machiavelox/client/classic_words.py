@@ -1,7 +1,8 @@
 """A classic Machiavelli table's events, refusals and actions in plain words, for its log and
 its message line (issue 16). Like `words.py` for Machiavelox, whose `human` it shares: every
 refusal keeps the server's own message, its seats named and its cards drawn as people read
-them, and its stable code (`end/opening-points`, `turn/not-yours`, ...)."""
+them, and its stable code (`end/opening-points`, `turn/not-yours`, ...). An event line's start,
+a meld's and a move's words and a refusal of none of our actions are `words.py`'s too."""
 
 from __future__ import annotations
 
@@ -11,8 +12,16 @@ from machiavelox import classic
 from machiavelox._gen.v1 import common_pb2
 
 from .cards import face, faces
-from .model import LogLine
-from .words import human
+from .model_base import LogLine
+from .words import (
+    human,
+    meld_words,
+    move_words,
+    other_event,
+    sentence,
+    session_refusal,
+    told,
+)
 
 if TYPE_CHECKING:
     from .classic_model import ClassicModel
@@ -23,25 +32,14 @@ def seat_index(value: int) -> int | None:
     return value - 1 if 1 <= value <= 6 else None
 
 
-def _meld(model: ClassicModel, meld_id: int) -> str:
-    meld = model.meld(meld_id)
-    if meld is None:
-        return "a new meld"
-    shown = faces(meld.cards[:4]) + (" …" if len(meld.cards) > 4 else "")
-    return f"meld {model.label(meld_id)} ({shown})" if shown else f"meld {model.label(meld_id)}"
-
-
 def _plural(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def event_line(model: ClassicModel, ev: common_pb2.Event) -> LogLine:
     p = seat_index(ev.player)
-    who = model.name(p) if p is not None else ""
-    cards = [c.index for c in ev.cards]
-    shown = faces(cards)
+    who, cards, shown, kind = told(model, ev, p)
     k = ev.kind
-    kind = "mine" if p is not None and p == model.me else "event"
     text: str
     if k == "turn":
         text = "your turn" if p == model.me else f"{who} plays"
@@ -49,12 +47,13 @@ def event_line(model: ClassicModel, ev: common_pb2.Event) -> LogLine:
     elif k == "melded":
         text = f"{who} put down {shown} as a new meld"
     elif k == "attached":
-        text = f"{who} added {shown} to {_meld(model, ev.meld)}"
+        text = f"{who} added {shown} to {meld_words(model, ev.meld)}"
     elif k == "moved":
-        text = f"{who} moved {shown} from {_meld(model, ev.meld)} to {_meld(model, ev.to_meld)}"
+        text = (f"{who} moved {shown} from {meld_words(model, ev.meld)} "
+                f"to {meld_words(model, ev.to_meld)}")
     elif k == "swapped":
         card = face(cards[0]) if cards else "a card"
-        text = f"{who} put {card} in place of the joker of {_meld(model, ev.meld)} (C2)"
+        text = f"{who} put {card} in place of the joker of {meld_words(model, ev.meld)} (C2)"
     elif k == "played":
         text = f"{who} ended the turn, {_plural(ev.count, 'card')} from the hand played"
     elif k == "opened":
@@ -84,10 +83,8 @@ def event_line(model: ClassicModel, ev: common_pb2.Event) -> LogLine:
     elif k == "interrupted":
         text = f"The table was not served for {ev.detail} ms: its clock stood still"
     else:
-        text = " ".join(x for x in (k, who, shown, human(model, ev.detail)) if x)
-    if text.startswith("you"):  # (a sentence's first word; names keep their case)
-        text = "Y" + text[1:]
-    return LogLine(text, kind, ev.seq or None, p)
+        text = other_event(model, ev, who, shown)
+    return LogLine(sentence(text), kind, ev.seq or None, p)
 
 
 def describe(model: ClassicModel, action: classic.ClassicAction | None) -> str:
@@ -100,8 +97,7 @@ def describe(model: ClassicModel, action: classic.ClassicAction | None) -> str:
         case classic.Attach(card=c, meld=m):
             return f"add {face(c.index)} to meld {model.label(m)}"
         case classic.Move(card=c, src=src, dst=dst):
-            to = "a new meld" if dst is None else f"meld {model.label(dst)}"
-            return f"move {face(c.index)} from meld {model.label(src)} to {to}"
+            return move_words(model, c.index, src, dst)
         case classic.Swap(card=c, meld=m):
             return f"swap {face(c.index)} for the joker of meld {model.label(m)}"
     names = {classic.End: "end the turn", classic.Draw: "draw", classic.Restore: "give up the turn",
@@ -114,10 +110,7 @@ def refusal_line(model: ClassicModel, action: classic.ClassicAction | None, code
     """A refusal: the server's human message and its code."""
     said = human(model, message) if message else code
     if action is None:
-        if code == "table/unavailable":
-            return LogLine("The table cannot be reached for now: reconnecting (your actions "
-                           "are sent again when it is back)", "info")
-        return LogLine(f"{said} [{code}]", "refusal")
+        return session_refusal(said, code)
     return LogLine(f"Refused ({describe(model, action)}): {said} [{code}]", "refusal")
 
 

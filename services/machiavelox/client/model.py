@@ -12,13 +12,12 @@ are the view's.
 Clocks the view gives (own calata's 40 s, the inactivity countdown, the 90 s to abandonment)
 are shown from it; those it does not carry (a Stop!'s 3 minutes, a hold's 10 s, a tiebreak's 2
 minutes, a long match's pause) are dated from the event that started them plus the rulebook's
-duration (`rules.state`). Table time runs at the shard's pace (`TableClock`).
+duration (`rules.state`). Table time runs at the shard's pace (`TableClock`). What the classic
+table's model keeps the same way is in `model_base.ModelBase`.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -28,6 +27,7 @@ from machiavelox.rules import ABANDON_MS, HOLD_MS, PAUSE_MS, STOP_MS, TIEBREAK_M
 
 from . import words
 from .cards import sorted_cards
+from .model_base import LogLine, ModelBase, TableClock
 from .words import seat_of
 
 PHASES = {common_pb2.PHASE_PLAYING: "playing", common_pb2.PHASE_FROZEN: "frozen",
@@ -73,6 +73,10 @@ class Meld:
     status: str = "consolidated"
     provisional: bool = False  # changed by an event since the last snapshot
 
+    @property
+    def card_indexes(self) -> list[int]:
+        return [tc.card for tc in self.cards]
+
 
 @dataclass
 class SeatState:
@@ -97,95 +101,37 @@ class SeatState:
         return self.status in OUT
 
 
-@dataclass
-class LogLine:
-    text: str
-    kind: str = "event"  # event, mine, refusal, race, chain, info
-    seq: int | None = None
-    seat: int | None = None
+class TableModel(ModelBase[SeatState, Meld, TableCard, rules.Action]):
+    """One player's table, from snapshots and events (module docstring; what both games'
+    models share: `model_base.ModelBase`)."""
 
-
-class TableClock:
-    """The table's time now, from the times the server sent: an event's `at_ms` is about now
-    when it arrives; a snapshot's `now_ms` only a lower bound (the table's last step). The
-    shard's pace (a demo's time scale) is measured from the events."""
-
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.monotonic = monotonic
-        self.table_ms = 0
-        self.at = monotonic()
-        self.scale = 1.0
-        self._first: tuple[int, float] | None = None
-
-    def seen(self, table_ms: int, exact: bool) -> None:
-        now = self.monotonic()
-        if exact:
-            if self._first is None:
-                self._first = (table_ms, now)
-            else:
-                first_ms, first_at = self._first
-                if now - first_at >= 1.0 and table_ms > first_ms:
-                    self.scale = min(500.0, max(0.05, (table_ms - first_ms)
-                                                / 1000.0 / (now - first_at)))
-        if exact or table_ms > self.now():
-            self.table_ms, self.at = table_ms, now
-
-    def restart(self) -> None:
-        """The table's clock stood still (an outage): measure the pace afresh."""
-        self._first = None
-
-    def now(self) -> int:
-        return int(self.table_ms + (self.monotonic() - self.at) * 1000.0 * self.scale)
-
-    def left_s(self, deadline_ms: int | None) -> float | None:
-        """Wall-clock seconds until a table-time deadline (None: no deadline)."""
-        if not deadline_ms:
-            return None
-        return max(0.0, (deadline_ms - self.now()) / 1000.0 / self.scale)
-
-
-class TableModel:
-    """One player's table, from snapshots and events (module docstring)."""
+    SNAPSHOT = "snapshot"
 
     def __init__(self, table_id: str, players: list[str], me: str,
                  clock: TableClock | None = None) -> None:
-        self.table_id = table_id
-        self.players = list(players) + [f"p{i + 1}" for i in range(len(players), 3)]
-        self.me: int | None = players.index(me) if me in players else None
-        self.clock = clock or TableClock()
-        self.seq = 0
-        self.snapshots = 0
-        self.phase = "playing"
+        super().__init__(table_id, players, me, clock)
+        self.players += [f"p{i + 1}" for i in range(len(players), 3)]
         self.removed: list[int] = []
-        self.hand: list[int] = []
         self.seats = [SeatState(i, self.players[i]) for i in range(3)]
-        self.melds: list[Meld] = []
+        self.melds = []
         self.stopper: int | None = None
         self.common: list[int] = []
         self.tiebreak: list[int] | None = None  # the tied seats, from the tiebreak event
         self.inactivity_ms: int | None = None
         self.result: common_pb2.SmazzataResult | None = None
-        self.stale = True  # events since the last snapshot
         self.stop_since_ms: int | None = None
         self.tiebreak_since_ms: int | None = None
         self.pause_since_ms: int | None = None
         self.standings = ""
         self.match_over = ""
         self.smazzata = 1
-        self.log: list[LogLine] = []
-        self.sent: dict[str, rules.Action] = {}  # our actions by id, for their answers
         self.arrivals: dict[int, int] = {}  # first event seq of an accepted action -> arrival
         self.last_arrival: int | None = None
-        self.last_refusal: LogLine | None = None
         # who last touched a card or a meld: names the winner of a lost race (M6.4)
         self.card_touch: dict[int, Touch] = {}
         self.meld_touch: dict[int, Touch] = {}
 
     # ---------------------------------------------------------------- derived, for screens
-    @property
-    def mine(self) -> SeatState | None:
-        return self.seats[self.me] if self.me is not None else None
-
     @property
     def in_tiebreak(self) -> bool:
         """Whether the viewer is one of the tied players (unknown: assumed, the server says)."""
@@ -199,28 +145,6 @@ class TableModel:
         me = self.mine
         return me.pozzetto if me is not None else []
 
-    @property
-    def ended(self) -> bool:
-        return self.phase == "ended"
-
-    def name(self, seat: int | None) -> str:
-        if seat is None:
-            return "the table"
-        return "you" if seat == self.me else f"{self.players[seat]} (p{seat + 1})"
-
-    def meld(self, meld_id: int) -> Meld | None:
-        for m in self.melds:
-            if m.id == meld_id:
-                return m
-        return None
-
-    def label(self, meld_id: int) -> str:
-        """The meld's number on screen (its place on the table, from 1)."""
-        for i, m in enumerate(self.melds):
-            if m.id == meld_id:
-                return str(i + 1)
-        return "new"
-
     def zones(self, meld_id: int) -> list[int]:
         """The seats whose open calata is working on this meld (M6.6)."""
         return [s.seat for s in self.seats if s.calata_open and meld_id in s.zone]
@@ -232,31 +156,17 @@ class TableModel:
         return None
 
     # ---------------------------------------------------------------- input
-    def take(self, response: gateway_pb2.PlayResponse) -> list[LogLine]:
-        """One message from the server (already unbatched); the log lines it adds."""
-        kind = response.WhichOneof("kind")
-        lines: list[LogLine] = []
-        if kind == "snapshot":
-            self.apply_snapshot(response.snapshot)
-        elif kind == "event":
-            lines = self.apply_event(response.event)
-        elif kind == "ack":
-            ack = response.ack
-            self.sent.pop(ack.client_action_id, None)
-            self.arrivals[ack.seq] = ack.arrival_index
-            self.last_arrival = ack.arrival_index
-        elif kind == "refused":
-            lines = [self.refused(response.refused)]
-        self.log.extend(lines)
-        del self.log[:-500]
-        return lines
+    def _snapshot(self, response: gateway_pb2.PlayResponse) -> None:
+        self.apply_snapshot(response.snapshot)
+
+    def _acked(self, ack: common_pb2.Ack) -> None:
+        super()._acked(ack)
+        self.arrivals[ack.seq] = ack.arrival_index
+        self.last_arrival = ack.arrival_index
 
     def apply_snapshot(self, snap: common_pb2.Snapshot) -> None:
         v = snap.view
-        self.seq = snap.seq
-        self.snapshots += 1
-        self.stale = False
-        self.clock.seen(v.now_ms, exact=False)
+        self._fresh(snap.seq, v.now_ms)
         if self.me is None:
             self.me = seat_of(v.viewer)
         self.phase = PHASES.get(v.phase, "playing")
@@ -297,25 +207,18 @@ class TableModel:
         self.inactivity_ms = v.inactivity_ms or None
         self.result = v.result if v.HasField("result") else None
 
-    def apply_event(self, ev: common_pb2.Event) -> list[LogLine]:
-        if ev.seq and ev.seq <= self.seq:
-            return []  # included in the snapshot already
-        self.seq = ev.seq or self.seq
-        self.stale = True
-        self.clock.seen(ev.at_ms, exact=True)
-        line = words.event_line(self, ev)  # words before the change: the cards' old places
-        self._patch(ev)
+    def _event_line(self, ev: common_pb2.Event) -> LogLine | None:
+        line = words.event_line(self, ev)
         arrival = self.arrivals.pop(ev.seq, None)
         if line is not None and arrival is not None:
             line.text += f"  (your arrival #{arrival})"
-        return [line] if line is not None else []
-
-    def refused(self, refused: common_pb2.ActionRefused) -> LogLine:
-        action = self.sent.pop(refused.client_action_id, None)
-        line = words.refusal_line(self, action, refused.refusal.code, refused.refusal.message)
-        if refused.client_action_id:
-            self.last_refusal = line
         return line
+
+    def _refusal_line(self, action: rules.Action | None, code: str, message: str) -> LogLine:
+        return words.refusal_line(self, action, code, message)
+
+    def describe(self, action: rules.Action | None) -> str:
+        return words.describe(self, action)
 
     def note(self, text: str, kind: str = "info") -> LogLine:
         line = LogLine(text, kind)
@@ -354,8 +257,7 @@ class TableModel:
             s.calata_open = True
         elif kind == "direct":
             self._from_pozzetto(s, cards)
-            self.melds.append(Meld(ev.meld, [TableCard(c, trial_by=p) for c in cards],
-                                   provisional=True))
+            self.melds.append(self._new_meld(ev.meld, [TableCard(c, trial_by=p) for c in cards]))
         elif kind in ("attached", "placed"):
             if kind == "attached":
                 self._from_hand(s, cards)
@@ -406,23 +308,13 @@ class TableModel:
         elif kind == "interrupted":
             self.clock.restart()
 
-    def _from_hand(self, s: SeatState, cards: list[int]) -> None:
-        s.hand_count = max(0, s.hand_count - len(cards))
-        if s.seat == self.me:
-            self.hand = [c for c in self.hand if c not in cards]
-
     def _from_pozzetto(self, s: SeatState, cards: list[int]) -> None:
         if self.phase == "tiebreak" and self.common:
             self.common = [c for c in self.common if c not in cards]
         s.pozzetto = [c for c in s.pozzetto if c not in cards]
 
-    def _onto(self, meld_id: int, cards: list[TableCard]) -> None:
-        meld = self.meld(meld_id)
-        if meld is None:
-            self.melds.append(Meld(meld_id, cards, provisional=True))
-            return
-        meld.cards.extend(cards)
-        meld.provisional = True
+    def _new_meld(self, meld_id: int, cards: list[TableCard]) -> Meld:
+        return Meld(meld_id, cards, provisional=True)
 
     def _lift(self, card: int) -> None:
         meld = self.where(card)

@@ -8,20 +8,24 @@ it is; held reversed in the holder's colour. A meld's number is on the colour of
 calata whose zone it is in, red with `!` when the meld is irregular, `?` when it changed since
 the last snapshot. The line under the table says the same in words for the card at the cursor.
 The classic table's drawing (`classic_widgets.py`) shares the cursor, a card's face and colour
-(`put_card`), the melds' flow along the lines (`flow_lines`), the labelled hand (`hand_rows`),
-the log and the six seat colours.
+(`put_card`), the stream's state (`link_mark`), a seat's name (`seat_name`), a meld's number
+(`meld_head`) and the cursor's marks on its cards (`cursor_marks`), the melds' flow along the
+lines (`flow_lines`), the labelled hand (`hand_rows`), the hint line (`game_hint`), the log and
+the six seat colours.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from rich.text import Text
 
 from .cards import face, is_joker, is_red, sorted_cards
 from .keys import HINT
-from .model import LogLine, Meld, SeatState, TableModel
+from .model import Meld, SeatState, TableModel
+from .model_base import AnyModel, LogLine
 
 # p1 blue, p2 magenta, p3 green (and at a classic table p4 orange, p5 cyan, p6 yellow)
 SEAT_FG = ("#5fa8ff", "#f07ce6", "#6bdc6b", "#ffa94d", "#4fd6d6", "#e8d44d")
@@ -29,6 +33,9 @@ SEAT_BG = ("#1b3d6b", "#5e1f5a", "#1f5226", "#6b3d12", "#14524f", "#5a5214")
 JOKER_FG = "#b197fc"
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SLOT = 4  # a hand card's width: "10♥ "
+LINK = {"live": ("●", "green"), "connecting": ("○", "yellow"),
+        "reconnecting": ("◌", "yellow"), "closed": ("✕", "red")}  # the stream: mark, style
+ModelT = TypeVar("ModelT", bound=AnyModel)
 
 
 @dataclass
@@ -77,22 +84,25 @@ def top_line(model: TableModel, cursor: Cursor, link: str) -> Text:
         for c in model.removed:
             put_card(text, c)
             text.append(" ")
-    state = {"live": ("●", "green"), "connecting": ("○", "yellow"),
-             "reconnecting": ("◌", "yellow"), "closed": ("✕", "red")}.get(link, ("?", ""))
-    text.append(f"{state[0]} {link}", style=state[1])
-    if model.stale:
-        text.append(" ⟳", style="dim")
+    link_mark(text, link, model.stale)
     return text
+
+
+def link_mark(text: Text, link: str, stale: bool) -> None:
+    """The stream's state, at the end of the top line (⟳: a fresh snapshot is due). Both
+    games'."""
+    mark, style = LINK.get(link, ("?", ""))
+    text.append(f"{mark} {link}", style=style)
+    if stale:
+        text.append(" ⟳", style="dim")
 
 
 def seat_line(model: TableModel, seat: SeatState) -> Text:
     text = Text()
     fg = SEAT_FG[seat.seat]
     text.append("▌", style=fg)
-    who = f"p{seat.seat + 1} {seat.name[:12]}" + (" (you)" if seat.seat == model.me else "")
-    text.append(f"{who:<19}", style=f"bold {fg}")
-    hand = len(model.hand) if seat.seat == model.me else seat.hand_count
-    text.append(f"hand {hand:>2} · tallone {seat.tallone:>2}")
+    seat_name(text, model, seat.seat, seat.name, fg)
+    text.append(f"hand {model.cards_in_hand(seat):>2} · tallone {seat.tallone:>2}")
     if seat.out:
         since = ""
         if seat.out_since_ms is not None:
@@ -128,6 +138,13 @@ def seat_line(model: TableModel, seat: SeatState) -> Text:
     return text
 
 
+def seat_name(text: Text, model: AnyModel, seat: int, name: str, fg: str) -> None:
+    """A seat's number and name (12 letters at most; "(you)": the viewer's), in its colour, in
+    a column of 19. Both games'."""
+    who = f"p{seat + 1} {name[:12]}" + (" (you)" if seat == model.me else "")
+    text.append(f"{who:<19}", style=f"bold {fg}")
+
+
 def _card_style(model: TableModel, meld: Meld, i: int) -> str:
     tc = meld.cards[i]
     if tc.held_by is not None:
@@ -141,52 +158,68 @@ def _card_style(model: TableModel, meld: Meld, i: int) -> str:
 
 def meld_chunk(model: TableModel, cursor: Cursor, index: int) -> Text:
     meld = model.melds[index]
-    text = Text()
     zones = model.zones(meld.id)
+    text = meld_head(cursor, index, f"bold on {SEAT_BG[zones[0]]}" if zones else "bold",
+                     not meld.regular, meld.provisional)
+    for i, tc in enumerate(meld.cards):
+        if i:
+            text.append(" ")
+        put_card(text, tc.card,
+                 _card_style(model, meld, i) + cursor_marks(cursor, index, meld.id, i, tc.card))
+    return text
+
+
+def meld_head(cursor: Cursor, index: int, style: str, bad: bool, provisional: bool) -> Text:
+    """A meld's number on screen (from 1) and a space: red with `!` when `bad`, `?` when
+    `provisional` (changed since the last snapshot), reversed at the table cursor. Both
+    games' melds."""
     label = str(index + 1)
-    at = cursor.area == "table" and cursor.meld == index
-    style = f"bold on {SEAT_BG[zones[0]]}" if zones else "bold"
-    if not meld.regular:
+    if bad:
         label += "!"
         style += " red"
-    if meld.provisional:
+    if provisional:
         label += "?"
-    if at:
+    if cursor.area == "table" and cursor.meld == index:
         style += " reverse"
+    text = Text()
     text.append(label, style=style)
     text.append(" ")
-    for i, _tc in enumerate(meld.cards):
-        style = _card_style(model, meld, i)
-        tc = meld.cards[i]
-        if cursor.picked == (meld.id, tc.card):
-            style += " bold reverse"
-        if at and cursor.card == i:
-            style += " underline bold"
-        put_card(text, tc.card, style)
-        if i < len(meld.cards) - 1:
-            text.append(" ")
     return text
+
+
+def cursor_marks(cursor: Cursor, index: int, meld_id: int, i: int, card: int) -> str:
+    """The cursor's marks on card `i` (`card`) of meld `index` (`meld_id`): picked to move,
+    bold reversed; at the table cursor, underlined bold (each after a space). Both games'."""
+    style = ""
+    if cursor.picked == (meld_id, card):
+        style += " bold reverse"
+    if cursor.area == "table" and cursor.meld == index and cursor.card == i:
+        style += " underline bold"
+    return style
 
 
 def table_lines(model: TableModel, cursor: Cursor, width: int, height: int) -> Text:
     """The melds flowing along `height` lines of `width`, the cursor's line kept in sight."""
-    chunks = [meld_chunk(model, cursor, i) for i in range(len(model.melds))]
-    return flow_lines(chunks, cursor.meld if cursor.area == "table" else None, width, height)
+    return flow_lines(model, cursor, meld_chunk, width, height)
 
 
-def flow_lines(chunks: list[Text], at: int | None, width: int, height: int) -> Text:
-    """Melds (`chunks`) flowing along `height` lines of `width`; the line of chunk `at` kept
-    in sight (None: from the top). Both games' tables."""
+def flow_lines(model: ModelT, cursor: Cursor, chunk: Callable[[ModelT, Cursor, int], Text],
+               width: int, height: int) -> Text:
+    """The model's melds (each drawn by `chunk(model, cursor, index)`) flowing along `height`
+    lines of `width`; the line of the table cursor's meld kept in sight (from the top when
+    the cursor is on the hand). Both games' tables."""
+    chunks = [chunk(model, cursor, i) for i in range(len(model.melds))]
+    at = cursor.meld if cursor.area == "table" else None
     if not chunks:
         return Text("(no meld on the table yet)", style="dim")
     lines: list[Text] = [Text()]
     cursor_line = 0
-    for i, chunk in enumerate(chunks):
-        if lines[-1].cell_len and lines[-1].cell_len + 3 + chunk.cell_len > width:
+    for i, chunk_text in enumerate(chunks):
+        if lines[-1].cell_len and lines[-1].cell_len + 3 + chunk_text.cell_len > width:
             lines.append(Text())
         if lines[-1].cell_len:
             lines[-1].append(" │ ", style="dim")
-        lines[-1].append_text(chunk)
+        lines[-1].append_text(chunk_text)
         if i == at:
             cursor_line = len(lines) - 1
     start = max(0, min(cursor_line - height + 1, len(lines) - height)) if at is not None else 0
@@ -281,11 +314,18 @@ def _mine_style(cursor: Cursor, i: int, card: int) -> str:
 
 
 def hint_line(model: TableModel) -> Text:
+    return game_hint(model, "pause", "k ready for the next smazzata   e leave the match   ? help",
+                     HINT)
+
+
+def game_hint(model: AnyModel, waiting: str, waiting_keys: str, keys: str) -> Text:
+    """The hint line: Enter back to the menu once the game is over; the keys of phase
+    `waiting` (between two deals) in it; else the game's `keys`. Both games'."""
     if model.ended:
         return Text("Enter: back to the menu   ? help", style="bold")
-    if model.phase == "pause":
-        return Text("k ready for the next smazzata   e leave the match   ? help", style="bold")
-    return Text(HINT, style="dim")
+    if model.phase == waiting:
+        return Text(waiting_keys, style="bold")
+    return Text(keys, style="dim")
 
 
 def result_text(model: TableModel) -> str:

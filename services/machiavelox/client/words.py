@@ -2,7 +2,11 @@
 
 A chain notification names what fell and whose failed calata caused it (P3, M5.5.8); a lost race
 names who got there first and the event where they did (M6.4); every refusal keeps the server's
-human message, its card names written as people read them (`7H` -> `7♥`).
+human message, its card names written as people read them (`7H` -> `7♥`). What the classic
+table's words (`classic_words.py`) say the same way is here too: a server sentence made human
+(`human`), an event line's start (`told`) and its words for an unknown kind (`other_event`), a
+meld named by its number and first cards (`meld_words`), a move (`move_words`), a refusal of
+none of our actions (`session_refusal`).
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from machiavelox import rules
 from machiavelox._gen.v1 import common_pb2
 
 from .cards import face, faces
+from .model_base import AnyModel, LogLine
 
 if TYPE_CHECKING:
-    from .model import LogLine, TableModel
+    from .model import TableModel
 
 _SEAT_WORD = re.compile(r"\bp([1-6])\b")  # (p4..p6: classic tables only)
 _CARD_WORD = re.compile(r"\b(10|[2-9AJQK])([SHDC])\b")
@@ -42,12 +47,34 @@ def human(model: Seated, text: str) -> str:
     return _CARD_WORD.sub(lambda m: m.group(1) + _SYMBOL[m.group(2)], text)
 
 
-def _meld(model: TableModel, meld_id: int) -> str:
+def meld_words(model: AnyModel, meld_id: int) -> str:
+    """A meld by its number on screen and its first four cards ("a new meld": not there)."""
     meld = model.meld(meld_id)
     if meld is None:
         return "a new meld"
-    shown = faces(tc.card for tc in meld.cards[:4]) + (" …" if len(meld.cards) > 4 else "")
+    cards = meld.card_indexes
+    shown = faces(cards[:4]) + (" …" if len(cards) > 4 else "")
     return f"meld {model.label(meld_id)} ({shown})" if shown else f"meld {model.label(meld_id)}"
+
+
+def told(model: AnyModel, ev: common_pb2.Event,
+         seat: int | None) -> tuple[str, list[int], str, str]:
+    """What an event's line starts from: who acted (`seat`, in words; "" for the table), the
+    cards (indexes, and their faces) and the line's kind ("mine": the viewer's own)."""
+    cards = [c.index for c in ev.cards]
+    return (model.name(seat) if seat is not None else "", cards, faces(cards),
+            "mine" if seat is not None and seat == model.me else "event")
+
+
+def sentence(text: str) -> str:
+    """A log line as a sentence: "you" or "your" first is capitalised; a player's name keeps
+    its case (a "youri" stays "youri")."""
+    return "Y" + text[1:] if text.startswith(("you ", "you:", "your ")) else text
+
+
+def other_event(model: AnyModel, ev: common_pb2.Event, who: str, shown: str) -> str:
+    """An event of a kind with no words of its own: its kind, who, its cards and its detail."""
+    return " ".join(x for x in (ev.kind, who, shown, human(model, ev.detail)) if x)
 
 
 def seat_of(value: int) -> int | None:
@@ -56,14 +83,9 @@ def seat_of(value: int) -> int | None:
 
 
 def event_line(model: TableModel, ev: common_pb2.Event) -> LogLine | None:
-    from .model import LogLine
-
     p = seat_of(ev.player)
-    who = model.name(p) if p is not None else ""
-    cards = [c.index for c in ev.cards]
-    shown = faces(cards)
+    who, _, shown, kind = told(model, ev, p)
     k = ev.kind
-    kind = "mine" if p is not None and p == model.me else "event"
     text: str
     if k == "drew":
         got = shown if shown else "a card"
@@ -81,13 +103,14 @@ def event_line(model: TableModel, ev: common_pb2.Event) -> LogLine | None:
     elif k == "direct":
         text = f"{who} put down {shown} as a new meld (giocata diretta)"
     elif k == "attached":
-        text = f"{who} attached {shown} to {_meld(model, ev.meld)}"
+        text = f"{who} attached {shown} to {meld_words(model, ev.meld)}"
     elif k == "placed":
-        text = f"{who} placed {shown} on {_meld(model, ev.meld)}"
+        text = f"{who} placed {shown} on {meld_words(model, ev.meld)}"
     elif k == "took":
-        text = f"{who} took {shown} from {_meld(model, ev.meld)} (held for 10 s at most)"
+        text = f"{who} took {shown} from {meld_words(model, ev.meld)} (held for 10 s at most)"
     elif k == "moved":
-        text = f"{who} moved {shown} from {_meld(model, ev.meld)} to {_meld(model, ev.to_meld)}"
+        text = (f"{who} moved {shown} from {meld_words(model, ev.meld)} "
+                f"to {meld_words(model, ev.to_meld)}")
     elif k == "released":
         text = f"{who} let go of {shown}"
     elif k == "confirmed":
@@ -140,10 +163,8 @@ def event_line(model: TableModel, ev: common_pb2.Event) -> LogLine | None:
     elif k == "interrupted":
         text = f"the table was not served for {ev.detail} ms: its clocks stood still"
     else:
-        text = " ".join(x for x in (k, who, shown, human(model, ev.detail)) if x)
-    if text.startswith(("you ", "you:")):
-        text = "Y" + text[1:]
-    return LogLine(text, kind, ev.seq or None, p)
+        text = other_event(model, ev, who, shown)
+    return LogLine(sentence(text), kind, ev.seq or None, p)
 
 
 def describe(model: TableModel, action: rules.Action | None) -> str:
@@ -166,15 +187,22 @@ def describe(model: TableModel, action: rules.Action | None) -> str:
         case rules.Take(card=c, meld=m):
             return f"take {face(c.index)} from meld {model.label(m)}"
         case rules.Put(meld=m):
-            return "put the held card on " + ("a new meld" if m is None
-                                              else f"meld {model.label(m)}")
+            return "put the held card on " + _meld_or_new(model, m)
         case rules.Move(card=c, src=src, dst=dst):
-            to = "a new meld" if dst is None else f"meld {model.label(dst)}"
-            return f"move {face(c.index)} from meld {model.label(src)} to {to}"
+            return move_words(model, c.index, src, dst)
     names = {rules.Release: "let go", rules.Conclude: "conclude", rules.Cancel: "ANNULLA",
              rules.Stop: "Stop!", rules.GiveUp: "give up", rules.Abandon: "ABBANDONA",
              rules.Ready: "ready", rules.Leave: "leave the match"}
     return names.get(type(action), type(action).__name__.lower())
+
+
+def _meld_or_new(model: AnyModel, meld_id: int | None) -> str:
+    return "a new meld" if meld_id is None else f"meld {model.label(meld_id)}"
+
+
+def move_words(model: AnyModel, card: int, src: int, dst: int | None) -> str:
+    """A table card's move asked for, in words (`dst` None: into a new meld)."""
+    return f"move {face(card)} from meld {model.label(src)} to {_meld_or_new(model, dst)}"
 
 
 def _race_card(action: rules.Action | None) -> int | None:
@@ -198,20 +226,24 @@ def _race_meld(action: rules.Action | None) -> int | None:
 def refusal_line(model: TableModel, action: rules.Action | None, code: str,
                  message: str) -> LogLine:
     """A refusal, with its human message; a lost race names the winner (M6.4)."""
-    from .model import LogLine
-
     said = human(model, message) if message else code
     if action is None:
-        if code == "table/unavailable":
-            return LogLine("The table cannot be reached for now: reconnecting (your actions "
-                           "are sent again when it is back)", "info")
-        return LogLine(f"{said} [{code}]", "refusal")
+        return session_refusal(said, code)
     asked = describe(model, action)
     if code in RACE_CODES:
         winner = _winner(model, action, code)
         if winner is not None:
             return LogLine(f"Lost the race ({asked}): {winner}. {said}", "race")
     return LogLine(f"Refused ({asked}): {said}", "refusal")
+
+
+def session_refusal(said: str, code: str) -> LogLine:
+    """A refusal that answers none of our actions (the session's): the table out of reach for
+    now, or the server's words (`said`) and code."""
+    if code == "table/unavailable":
+        return LogLine("The table cannot be reached for now: reconnecting (your actions "
+                       "are sent again when it is back)", "info")
+    return LogLine(f"{said} [{code}]", "refusal")
 
 
 def _winner(model: TableModel, action: rules.Action | None, code: str) -> str | None:

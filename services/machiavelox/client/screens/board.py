@@ -1,15 +1,19 @@
 """What the two table screens share (Machiavelox's `table.py`, classic Machiavelli's
-`classic_table.py`): the Play session and its link state, the message line, the redraw pace,
-the key dispatch from a key table (`keys.py`), and the keys that select: the hand cards by
-their labels, the melds by their numbers, the cursor on the hand or along a meld, a table card
-picked to move. A table screen says what its own cards and melds are (`own_cards`,
-`table_melds`) and draws itself (`redraw`); its game's actions are its own `do_<name>`s.
+`classic_table.py`): the Play session and its link state, the message line, the drawing of the
+screen's parts and its pace, the key dispatch from a key table (`keys.py`), the keys that
+select (the hand cards by their labels, the melds by their numbers, the cursor on the hand or
+along a meld, a table card picked to move), and the sending of an action (`send`: a simple one
+by the own seat, `_simple`; one card onto the meld at the cursor, `_card_to_meld`). A table
+screen says what its own cards and melds are (`own_cards`, `table_melds`), draws its parts
+(`drawn_parts`), and makes and submits its game's actions (`seat_of`, `submit`, its own
+`do_<name>`s).
 """
 
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual import events
@@ -20,22 +24,31 @@ from textual.widgets import Static
 from .. import widgets as W
 from ..connection import Incoming, Link, TableSession
 from ..keys import help_text
+from ..model_base import AnyModel
 from .base import play_app
 from .dialogs import HelpScreen
 
 DIGIT_WINDOW_S = 1.0  # two digits within this make one meld number
+PARTS = ("top", "seats", "melds", "inspect", "log", "mine", "msg", "hint")  # top to bottom
+LOG_LINES = 4  # the log's lines on screen
+
+ModelT = TypeVar("ModelT", bound=AnyModel)
+SeatT = TypeVar("SeatT")
+ActionT = TypeVar("ActionT")
 
 
-class BoardScreen(Screen[None]):
+class BoardScreen(Screen[None], Generic[ModelT, SeatT, ActionT]):
     """A table: the screen keeps only the cursor and the selection; the game is the model's
     (built from the server's snapshots and events), and every action goes to the server."""
 
     KEY_NAMES: ClassVar[dict[str, str]] = {}  # Textual key -> do_<name>
     HELP: ClassVar[str] = help_text()
+    MELD_LINES: ClassVar[int] = 8  # the melds' lines until the layout has sized them
 
-    def __init__(self, table_id: str) -> None:
+    def __init__(self, model: ModelT) -> None:
         super().__init__()
-        self.table_id = table_id
+        self.model = model
+        self.table_id = model.table_id
         self.cursor = W.Cursor()
         self.session: TableSession | None = None
         self.link = "connecting"
@@ -60,13 +73,38 @@ class BoardScreen(Screen[None]):
     def incoming(self, item: Incoming) -> None:
         raise NotImplementedError
 
-    def redraw(self) -> None:
+    def drawn_parts(self, width: int, melds_height: int) -> dict[str, Text]:
+        """The parts of the screen but the log and the message line, by id (`PARTS`), for a
+        screen `width` wide whose melds have `melds_height` lines."""
+        raise NotImplementedError
+
+    def seat_of(self, me: int) -> SeatT:
+        """The viewer's seat number as this game's actions name it."""
+        raise NotImplementedError
+
+    def submit(self, session: TableSession, action: ActionT) -> str:
+        """Send this game's `action` on the session; its id."""
+        raise NotImplementedError
+
+    def _move_to(self, dst: int | None) -> None:
+        """The picked (or held) table card onto meld `dst` (None: into a new meld)."""
         raise NotImplementedError
 
     # ---------------------------------------------------------------- the screen's life
     def compose(self) -> ComposeResult:
-        for part in ("top", "seats", "melds", "inspect", "log", "mine", "msg", "hint"):
+        for part in PARTS:
             yield Static(id=part)
+
+    def redraw(self) -> None:
+        self._redraw_pending = False
+        if not self.is_mounted:
+            return
+        width = max(20, self.size.width or 80)
+        melds_height = max(1, self.query_one("#melds", Static).size.height or self.MELD_LINES)
+        drawn = {**self.drawn_parts(width, melds_height),
+                 "log": W.log_lines(self.model, LOG_LINES), "msg": self.message}
+        for part in PARTS:
+            self.query_one(f"#{part}", Static).update(drawn[part])
 
     def on_mount(self) -> None:
         app = play_app(self)
@@ -250,6 +288,38 @@ class BoardScreen(Screen[None]):
 
     def _done_with(self, cards: list[int]) -> None:
         self.cursor.selected -= set(cards)
+
+    @property
+    def seat(self) -> SeatT | None:
+        """The viewer's seat (None: a table it does not sit at)."""
+        return self.seat_of(self.model.me) if self.model.me is not None else None
+
+    def send(self, action: ActionT) -> None:
+        if self.session is None:
+            return
+        action_id = self.submit(self.session, action)
+        self.model.sent[action_id] = action
+        self.say(f"sent: {self.model.describe(action)}", "dim")
+
+    def _simple(self, kind: Callable[[SeatT], ActionT]) -> None:
+        """An action of the own seat alone (draw, end the turn, ...)."""
+        if self.seat is not None:
+            self.send(kind(self.seat))
+
+    def _card_to_meld(self, pool: list[int], what: str,
+                      action: Callable[[SeatT, int, int], ActionT]) -> None:
+        """One card of `pool` (the person's `what`) onto the meld at the cursor: `action(seat,
+        card, meld id)` sent."""
+        card = self._one(pool, what)
+        meld = self._target() if card is not None else None
+        if self.seat is not None and card is not None and meld is not None:
+            self.send(action(self.seat, card, meld))
+            self._done_with([card])
+
+    # acting
+    def do_new(self) -> None:
+        """The picked (or held) table card into a new meld."""
+        self._move_to(None)
 
     # screen
     def do_sort(self) -> None:

@@ -13,28 +13,26 @@ After each event it asks for a fresh snapshot (`want_view`, paced by the session
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from machiavelox import classic
 
 from .. import classic_widgets as CW
-from .. import widgets as W
 from ..cards import face
 from ..classic_model import ClassicModel
-from ..classic_words import describe, hand_result, session_result
-from ..connection import Incoming, Link
+from ..classic_words import hand_result, session_result
+from ..connection import Incoming, Link, TableSession
 from ..keys import CLASSIC_BY_KEY, classic_help_text
 from .base import play_app
 from .board import BoardScreen
 
 
-class ClassicTableScreen(BoardScreen):
+class ClassicTableScreen(BoardScreen[ClassicModel, classic.Seat, classic.ClassicAction]):
     KEY_NAMES = CLASSIC_BY_KEY
     HELP = classic_help_text()
+    MELD_LINES = 6
 
     def __init__(self, table_id: str, players: list[str], player: str) -> None:
-        super().__init__(table_id)
-        self.model = ClassicModel(table_id, players, player)
+        super().__init__(ClassicModel(table_id, players, player))
         self._result_said = ""
         self._hands_told = 0  # the last hand whose result went to the message line
 
@@ -73,39 +71,25 @@ class ClassicTableScreen(BoardScreen):
         self.schedule_redraw()
 
     # ---------------------------------------------------------------- drawing
-    def redraw(self) -> None:
-        self._redraw_pending = False
-        if not self.is_mounted:
-            return
+    def drawn_parts(self, width: int, melds_height: int) -> dict[str, Text]:
         m, c = self.model, self.cursor
-        width = max(20, self.size.width or 80)
-        self.query_one("#top", Static).update(CW.top_line(m, self.link))
-        self.query_one("#seats", Static).update(
-            Text("\n").join(CW.seat_line(m, s) for s in m.seats))
-        melds = self.query_one("#melds", Static)
-        melds.update(CW.table_lines(m, c, width, max(1, melds.size.height or 6)))
-        self.query_one("#inspect", Static).update(CW.inspect_line(m, c, width))
-        self.query_one("#log", Static).update(W.log_lines(m, 4))
-        self.query_one("#mine", Static).update(CW.hand_lines(m, c, width))
-        self.query_one("#msg", Static).update(self.message)
-        self.query_one("#hint", Static).update(CW.hint_line(m))
+        return {"top": CW.top_line(m, self.link),
+                "seats": Text("\n").join(CW.seat_line(m, s) for s in m.seats),
+                "melds": CW.table_lines(m, c, width, melds_height),
+                "inspect": CW.inspect_line(m, c, width),
+                "mine": CW.hand_lines(m, c, width),
+                "hint": CW.hint_line(m)}
 
     # ---------------------------------------------------------------- helpers for actions
-    @property
-    def seat(self) -> classic.Seat | None:
-        return classic.Seat(self.model.me) if self.model.me is not None else None
+    def seat_of(self, me: int) -> classic.Seat:
+        return classic.Seat(me)
 
-    def send(self, action: classic.ClassicAction) -> None:
-        if self.session is None:
-            return
-        action_id = self.session.act_classic(action)
-        self.model.sent[action_id] = action
-        self.say(f"sent: {describe(self.model, action)}", "dim")
+    def submit(self, session: TableSession, action: classic.ClassicAction) -> str:
+        return session.act_classic(action)
 
     # ---------------------------------------------------------------- actions (keys.py)
     def do_draw(self) -> None:
-        if self.seat is not None:
-            self.send(classic.Draw(self.seat))
+        self._simple(classic.Draw)
 
     def do_lay(self) -> None:
         cards = self._chosen(self.model.hand)
@@ -117,11 +101,8 @@ class ClassicTableScreen(BoardScreen):
         self._done_with(cards)
 
     def do_attach(self) -> None:
-        card = self._one(self.model.hand, "hand")
-        meld = self._target() if card is not None else None
-        if self.seat is not None and card is not None and meld is not None:
-            self.send(classic.Attach(self.seat, classic.card_at(card), meld))
-            self._done_with([card])
+        self._card_to_meld(self.model.hand, "hand", lambda seat, card, meld: classic.Attach(
+            seat, classic.card_at(card), meld))
 
     def _move_to(self, dst: int | None) -> None:
         c = self.cursor
@@ -143,9 +124,6 @@ class ClassicTableScreen(BoardScreen):
         if dst is not None:
             self._move_to(dst)
 
-    def do_new(self) -> None:
-        self._move_to(None)
-
     def do_swap(self) -> None:
         card = self._one(self.model.hand, "hand")
         at = self._table_card() if card is not None else None
@@ -163,16 +141,13 @@ class ClassicTableScreen(BoardScreen):
         self._done_with([card])
 
     def do_end(self) -> None:
-        if self.seat is not None:
-            self.send(classic.End(self.seat))
+        self._simple(classic.End)
 
     def do_restore(self) -> None:
-        if self.seat is not None:
-            self.send(classic.Restore(self.seat))
+        self._simple(classic.Restore)
 
     def do_end_session(self) -> None:
-        if self.seat is not None:
-            self.send(classic.EndSession(self.seat))
+        self._simple(classic.EndSession)
 
     # screen
     def do_done(self) -> None:

@@ -10,32 +10,28 @@ the ruleset) is handed to the classic table screen.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rich.text import Text
-from textual.widgets import Static
 
 from machiavelox import rules
 
 from .. import widgets as W
 from ..cards import face
-from ..connection import Incoming, Link
+from ..connection import Incoming, Link, TableSession
 from ..keys import BY_KEY, help_text
 from ..model import TableModel
-from ..words import describe
 from .base import play_app
 from .board import BoardScreen
 from .dialogs import ConfirmScreen
 
 
-class TableScreen(BoardScreen):
+class TableScreen(BoardScreen[TableModel, rules.Seat, rules.Action]):
     KEY_NAMES = BY_KEY
     HELP = help_text()
+    MELD_LINES = 8
 
     def __init__(self, table_id: str, players: list[str], player: str) -> None:
-        super().__init__(table_id)
+        super().__init__(TableModel(table_id, players, player))
         self.players = list(players)
-        self.model = TableModel(table_id, players, player)
         self._result_shown = False
 
     # ---------------------------------------------------------------- what the board asks
@@ -79,42 +75,28 @@ class TableScreen(BoardScreen):
         self.schedule_redraw()
 
     # ---------------------------------------------------------------- drawing
-    def redraw(self) -> None:
-        self._redraw_pending = False
-        if not self.is_mounted:
-            return
+    def drawn_parts(self, width: int, melds_height: int) -> dict[str, Text]:
         m, c = self.model, self.cursor
-        width = max(20, self.size.width or 80)
-        self.query_one("#top", Static).update(W.top_line(m, c, self.link))
-        seats = Text("\n").join(W.seat_line(m, s) for s in m.seats)
-        self.query_one("#seats", Static).update(seats)
-        melds = self.query_one("#melds", Static)
-        melds.update(W.table_lines(m, c, width, max(1, melds.size.height or 8)))
-        self.query_one("#inspect", Static).update(W.inspect_line(m, c))
-        self.query_one("#log", Static).update(W.log_lines(m, 4))
-        self.query_one("#mine", Static).update(W.mine_lines(m, c, width))
-        self.query_one("#msg", Static).update(self.message)
-        self.query_one("#hint", Static).update(W.hint_line(m))
+        return {"top": W.top_line(m, c, self.link),
+                "seats": Text("\n").join(W.seat_line(m, s) for s in m.seats),
+                "melds": W.table_lines(m, c, width, melds_height),
+                "inspect": W.inspect_line(m, c),
+                "mine": W.mine_lines(m, c, width),
+                "hint": W.hint_line(m)}
 
     # ---------------------------------------------------------------- helpers for actions
-    @property
-    def seat(self) -> rules.Seat | None:
-        return rules.Seat(self.model.me) if self.model.me is not None else None
+    def seat_of(self, me: int) -> rules.Seat:
+        return rules.Seat(me)
 
-    def send(self, action: rules.Action) -> None:
-        if self.session is None:
-            return
-        action_id = self.session.act(action)
-        self.model.sent[action_id] = action
-        self.say(f"sent: {describe(self.model, action)}", "dim")
+    def submit(self, session: TableSession, action: rules.Action) -> str:
+        return session.act(action)
 
     def _cards(self, indexes: list[int]) -> tuple[rules.Card, ...]:
         return tuple(rules.card_at(i) for i in indexes)
 
     # ---------------------------------------------------------------- actions (keys.py)
     def do_draw(self) -> None:
-        if self.seat is not None:
-            self.send(rules.Draw(self.seat))
+        self._simple(rules.Draw)
 
     def do_declare(self) -> None:
         cards = self._chosen(self.model.hand)
@@ -143,18 +125,12 @@ class TableScreen(BoardScreen):
         self._done_with(cards)
 
     def do_attach(self) -> None:
-        card = self._one(self.model.hand, "hand")
-        meld = self._target() if card is not None else None
-        if self.seat is not None and card is not None and meld is not None:
-            self.send(rules.Attach(self.seat, rules.card_at(card), meld))
-            self._done_with([card])
+        self._card_to_meld(self.model.hand, "hand",
+                           lambda seat, card, meld: rules.Attach(seat, rules.card_at(card), meld))
 
     def do_place(self) -> None:
-        card = self._one(self.model.pozzetto, "pozzetto")
-        meld = self._target() if card is not None else None
-        if self.seat is not None and card is not None and meld is not None:
-            self.send(rules.Place(self.seat, rules.card_at(card), meld))
-            self._done_with([card])
+        self._card_to_meld(self.model.pozzetto, "pozzetto",
+                           lambda seat, card, meld: rules.Place(seat, rules.card_at(card), meld))
 
     def do_take(self) -> None:
         at = self._table_card()
@@ -180,13 +156,6 @@ class TableScreen(BoardScreen):
         dst = self._target()
         if dst is not None:
             self._move_to(dst)
-
-    def do_new(self) -> None:
-        self._move_to(None)
-
-    def _simple(self, kind: Callable[[rules.Seat], rules.Action]) -> None:
-        if self.seat is not None:
-            self.send(kind(self.seat))
 
     def do_release(self) -> None:
         self._simple(rules.Release)
