@@ -12,7 +12,7 @@ deal (`deck(decks, jokers)`), so a card index means the same card everywhere.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from machiavelox.rules import ALL_CARDS, RANK_NAMES, Card, Suit
 
@@ -27,10 +27,21 @@ class Joker:
     """One of the (at most four) jokers; `number` 1..4 is its identity (``JK#2``)."""
 
     number: int
+    index: int = field(init=False, repr=False, compare=False)  # as `Card`'s: made once
+    _hash: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def index(self) -> int:
-        return JOKER_BASE + self.number - 1
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", JOKER_BASE + self.number - 1)
+        object.__setattr__(self, "_hash", hash((self.number,)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __copy__(self) -> Joker:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Joker:
+        return self
 
     @property
     def face(self) -> str:

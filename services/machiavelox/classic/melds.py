@@ -20,6 +20,7 @@ on random melds); the kind it returns is the same `MeldKind`. Pure functions onl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -77,24 +78,33 @@ def run_starts(ranks: Sequence[int], n: int, aces: Aces) -> list[int]:
     return sorted(starts)
 
 
-def _analyse(cards: Collection[ClassicCard], aces: Aces
-             ) -> tuple[MeldKind, list[Card], list[int]] | None:
-    """(kind, natural cards, run starts) of a valid meld, or None (C2, C3)."""
+Analysis = tuple[MeldKind, tuple[Card, ...], tuple[int, ...]]
+
+
+def _analyse(cards: Collection[ClassicCard], aces: Aces) -> Analysis | None:
+    """(kind, natural cards, run starts) of a valid meld, or None (C2, C3). A pure function
+    of the cards: remembered (a table's melds are judged again at every `End`, most of them
+    unchanged since the last)."""
+    return _analysed(tuple(cards), aces)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _analysed(cards: tuple[ClassicCard, ...], aces: Aces) -> Analysis | None:
     n = len(cards)
     if n < 3:
         return None
-    nat = _naturals(cards)
+    nat = tuple(_naturals(cards))
     if len(nat) < MIN_NATURALS:
         return None
     first = nat[0]
     if all(c.rank == first.rank for c in nat):
         if n <= SET_MAX and len({c.suit for c in nat}) == len(nat):
-            return MeldKind.SET, nat, []
+            return MeldKind.SET, nat, ()
         return None
     if all(c.suit == first.suit for c in nat):
         starts = run_starts([c.rank for c in nat], n, aces)
         if starts:
-            return MeldKind.RUN, nat, starts
+            return MeldKind.RUN, nat, tuple(starts)
     return None
 
 

@@ -8,7 +8,7 @@ return those instances, so identity comparison and hashing stay cheap.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class Suit(enum.IntEnum):
@@ -32,15 +32,31 @@ _RANK_BY_TEXT = {name: i + 1 for i, name in enumerate(RANK_NAMES)}
 
 @dataclass(frozen=True, slots=True, order=True)
 class Card:
-    """One physical card. `index` (0..103) is its stable identity on the wire and in logs."""
+    """One physical card. `index` (0..103) is its stable identity on the wire and in logs.
+
+    Cards are the engine's most used keys (boards, hands, every set of cards): the index and
+    the hash are computed once, when the card is made (a value hash of rank, suit and copy, as
+    the generated one was, but without re-hashing three fields on every lookup), and copying
+    a card gives the card itself (it is immutable)."""
 
     rank: int
     suit: Suit
     copy: int
+    index: int = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def index(self) -> int:
-        return (self.copy - 1) * 52 + self.suit * 13 + (self.rank - 1)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", (self.copy - 1) * 52 + self.suit * 13 + self.rank - 1)
+        object.__setattr__(self, "_hash", hash((self.rank, int(self.suit), self.copy)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __copy__(self) -> Card:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Card:
+        return self
 
     @property
     def face(self) -> str:
