@@ -157,6 +157,17 @@ async def queue_when_free(stub: matchmaking_pb2_grpc.MatchmakingServiceStub, tok
     raise AssertionError("the lost table's players are still seated")
 
 
+async def two_tables(stub: matchmaking_pb2_grpc.MatchmakingServiceStub, toks: dict[str, str],
+                     lost_names: tuple[str, ...], kept_names: tuple[str, ...]
+                     ) -> tuple[matchmaking_pb2.Assignment, matchmaking_pb2.Assignment]:
+    """Two tables matched through the agorà, one on each shard (the least-loaded shard gets
+    the second): the one the test will lose, and the one it keeps."""
+    [lost, *_] = await match_three(stub, {n: toks[n] for n in lost_names})
+    [kept, *_] = await match_three(stub, {n: toks[n] for n in kept_names})
+    assert lost.shard_id != kept.shard_id
+    return lost, kept
+
+
 @contextlib.asynccontextmanager
 async def shard_stub(proc: Proc, role: str = "matchmaking"
                      ) -> AsyncIterator[table_pb2_grpc.TableAuthorityServiceStub]:
@@ -190,9 +201,7 @@ async def test_the_players_of_a_lost_table_are_free_and_tables_that_exist_keep_t
     toks = await tokens(cluster.gateway, *lost_names, *kept_names)
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
-        [lost, *_] = await match_three(stub, {n: toks[n] for n in lost_names})
-        [kept, *_] = await match_three(stub, {n: toks[n] for n in kept_names})
-        assert lost.shard_id != kept.shard_id  # the least-loaded shard got the second table
+        lost, kept = await two_tables(stub, toks, lost_names, kept_names)
         for name in (*lost_names, *kept_names):  # seated, as long as their tables exist
             assert (lost.table_id if name in lost_names else kept.table_id) in \
                 await seated_at(stub, toks[name])
@@ -252,9 +261,7 @@ async def test_a_lost_tables_player_who_queues_is_freed_at_once_not_at_the_next_
     toks = await tokens(cluster.gateway, *lost_names, *kept_names)
     async with aio_channel(cluster.matchmaking, "gateway") as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
-        [lost, *_] = await match_three(stub, {n: toks[n] for n in lost_names})
-        [kept, *_] = await match_three(stub, {n: toks[n] for n in kept_names})
-        assert lost.shard_id != kept.shard_id
+        lost, kept = await two_tables(stub, toks, lost_names, kept_names)
         await asyncio.to_thread(lose_tables, cluster, lost.shard_id)
         for _ in range(3):  # asked about each time (beyond RECHECK_S apart), and it exists
             for name in kept_names:
