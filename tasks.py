@@ -50,7 +50,9 @@ def demo(args: list[str]) -> int:
 IN_PROCESS = ["tests/rules", "tests/classic", "tests/scenario", "tests/bots/test_bots_play.py",
               "tests/bots/test_solver_oracle.py", "tests/bots/test_view_keeper.py",
               "tests/bots/test_classic_bots.py", "tests/bots/test_classic_levels.py",
-              "tests/client/test_model.py", "tests/client/test_classic_model.py"]
+              "tests/client/test_model.py", "tests/client/test_classic_model.py",
+              "tests/services/matchmaking/test_seat_invariant.py",
+              "tests/controller/test_decide.py"]
 
 
 def test(args: list[str]) -> int:
