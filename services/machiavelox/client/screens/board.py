@@ -295,8 +295,8 @@ class BoardScreen(Screen[None], Generic[ModelT, SeatT, ActionT]):
         return self.seat_of(self.model.me) if self.model.me is not None else None
 
     def send(self, action: ActionT) -> None:
-        if self.session is None:
-            return
+        if self.session is None or self.model.ended:
+            return  # (a key pressed once the table is over: its result stays on the line)
         action_id = self.submit(self.session, action)
         self.model.sent[action_id] = action
         self.say(f"sent: {self.model.describe(action)}", "dim")
