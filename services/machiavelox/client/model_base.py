@@ -8,6 +8,7 @@ names and the melds by id. What a game's snapshot, events and words are is its o
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -89,7 +90,7 @@ CardT = TypeVar("CardT")  # what a meld holds: a TableCard (Machiavelox), a card
 ActionT = TypeVar("ActionT")
 
 
-class ModelBase(Generic[SeatT, MeldT, CardT, ActionT]):
+class ModelBase(ABC, Generic[SeatT, MeldT, CardT, ActionT]):
     """One player's table, from snapshots and events: what both games' models share. A model
     says which PlayResponse field its snapshots come in (`SNAPSHOT`), applies them
     (`_snapshot`), follows its events (`_patch`) and puts its events, refusals and actions
@@ -115,28 +116,29 @@ class ModelBase(Generic[SeatT, MeldT, CardT, ActionT]):
         self.last_refusal: LogLine | None = None
 
     # ---------------------------------------------------------------- what a game says
+    @abstractmethod
     def _snapshot(self, response: gateway_pb2.PlayResponse) -> None:
         """Apply the response's snapshot (its `SNAPSHOT` field)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _patch(self, ev: common_pb2.Event) -> None:
         """Follow what the event moves, card by card (after its words)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _event_line(self, ev: common_pb2.Event) -> LogLine | None:
         """The event in words (None: nothing to tell), before `_patch` changes the table."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _refusal_line(self, action: ActionT | None, code: str, message: str) -> LogLine:
-        raise NotImplementedError
+        """The refusal of `action` (None: not ours) in words, with its code."""
 
+    @abstractmethod
     def describe(self, action: ActionT | None) -> str:
         """What the person asked for, in words."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _new_meld(self, meld_id: int, cards: list[CardT]) -> MeldT:
         """A meld an event made that the last snapshot did not have (provisional)."""
-        raise NotImplementedError
 
     # ---------------------------------------------------------------- derived, for screens
     @property

@@ -12,6 +12,7 @@ screen says what its own cards and melds are (`own_cards`, `table_melds`), draws
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, Generic, TypeVar
 
@@ -58,37 +59,39 @@ class BoardScreen(Screen[None], Generic[ModelT, SeatT, ActionT]):
         self._redraw_pending = False
 
     # ---------------------------------------------------------------- what a table tells
+    @abstractmethod
     def own_cards(self) -> list[int]:
         """The person's cards in label order (A, B, ...)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def table_melds(self) -> list[tuple[int, list[int]]]:
         """The melds in screen order: (meld id, its cards in display order)."""
-        raise NotImplementedError
 
     def why_not_pick(self, meld: int, card: int) -> str:
         """Why the card at (meld index, card index) cannot be picked ("" if it can)."""
         return ""
 
+    @abstractmethod
     def incoming(self, item: Incoming) -> None:
-        raise NotImplementedError
+        """What the session brings (a server message, a note about the link), taken into the
+        model and the screen."""
 
+    @abstractmethod
     def drawn_parts(self, width: int, melds_height: int) -> dict[str, Text]:
         """The parts of the screen but the log and the message line, by id (`PARTS`), for a
         screen `width` wide whose melds have `melds_height` lines."""
-        raise NotImplementedError
 
+    @abstractmethod
     def seat_of(self, me: int) -> SeatT:
         """The viewer's seat number as this game's actions name it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def submit(self, session: TableSession, action: ActionT) -> str:
         """Send this game's `action` on the session; its id."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _move_to(self, dst: int | None) -> None:
         """The picked (or held) table card onto meld `dst` (None: into a new meld)."""
-        raise NotImplementedError
 
     # ---------------------------------------------------------------- the screen's life
     def compose(self) -> ComposeResult:
