@@ -295,7 +295,7 @@ class RedisStore:
                 log.warning("agorà events subscription lost, retrying in %.1f s: %s", delay, exc)
             finally:
                 with contextlib.suppress(RedisError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 

@@ -368,7 +368,7 @@ class RedisPresenceStore(PresenceStore):
                 delay = min(delay * 2, 1.0)
             finally:
                 with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]  # untyped in redis-py
+                    await pubsub.aclose()
 
     def _lose_subscription(self, reason: str) -> None:
         self._subscribed.clear()
