@@ -269,7 +269,14 @@ async def test_a_lost_conflict_links_to_the_winning_action(traced_services: Serv
                 if s["attributes"][Attr.PLAYER] == player
                 and s["attributes"][Attr.ACTION_KIND] == "take"]
 
-    spans = receiver.wait_for(lambda got: bool(applied_take(got, "cy")), timeout_s=10)
+    def exported(got: list[Span]) -> bool:
+        """Both shard spans and the loser's gateway span are in: each process exports its
+        own batches, so the shard's may come before the gateway's."""
+        losers = applied_take(got, "cy")
+        return bool(losers) and bool(applied_take(got, "bob")) and bool(
+            find(got, name=SpanName.GATEWAY_ACTION, trace_id=losers[0]["trace_id"]))
+
+    spans = receiver.wait_for(exported, timeout_s=10)
     [winner] = applied_take(spans, "bob")
     [loser] = applied_take(spans, "cy")
     assert winner["attributes"][Attr.SEQ] == won.ack.seq
