@@ -67,6 +67,7 @@ class SeatCheck:
         self.metrics = metrics
         self._seen: set[str] = set()  # the tables seated at the previous check
         self._asked: dict[str, float] = {}  # table -> when a player's request last asked
+        self._asking: dict[str, asyncio.Future[bool]] = {}  # table -> the check under way
 
     async def check_once(self) -> list[str]:
         """Ask about the seated tables that were seated at the previous check too; the tables
@@ -86,13 +87,24 @@ class SeatCheck:
 
     async def check_table(self, table_id: str) -> bool:
         """A player was refused `ticket/seated` by `table_id`: ask its shard now (at most once
-        per RECHECK_S per table); True if it is lost and its players were freed."""
+        per RECHECK_S per table, counted from a check's start); True if it is lost and its
+        players were freed. Players refused while the table's check is under way (a lost
+        table's players coming back together) wait for that check's answer."""
+        under_way = self._asking.get(table_id)
+        if under_way is not None:
+            return await asyncio.shield(under_way)
         now = time.monotonic()
         if now - self._asked.get(table_id, -RECHECK_S) < RECHECK_S:
             return False
         if len(self._asked) > 10_000:  # forget the old ones (a bounded memory)
             self._asked = {t: at for t, at in self._asked.items() if now - at < RECHECK_S}
         self._asked[table_id] = now
+        check = asyncio.ensure_future(self._check_table(table_id))
+        self._asking[table_id] = check
+        check.add_done_callback(lambda _: self._asking.pop(table_id, None))
+        return await asyncio.shield(check)  # (a caller that goes away stops no one's check)
+
+    async def _check_table(self, table_id: str) -> bool:
         missing = await self.checker.missing(table_id.partition(".")[0], [table_id])
         freed = table_id in (missing or ()) and await self._free_lost(table_id)
         if freed:

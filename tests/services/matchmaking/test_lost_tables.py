@@ -254,7 +254,9 @@ async def test_a_lost_tables_player_who_queues_is_freed_at_once_not_at_the_next_
     """With the periodic check 600 s away, a lost table's player queues right after the loss
     and waits at once (the first try): the `ticket/seated` refusal made matchmaking ask the
     shard about that table then, the shard does not have it, so its seats were freed (all
-    three: the others too) and the request went on. A table that exists keeps its players
+    three: the others too) and the request went on. The three queue at the same moment: those
+    refused while the first one's check is under way wait for its answer (they were refused
+    `ticket/seated` before, the check being "asked already"). A table that exists keeps its players
     seated however often they ask (its shard is asked and has it). Fails without the check a
     refusal makes (`ticket/seated` for 600 s)."""
     lost_names, kept_names = ("gil", "hal", "ida"), ("jo", "kim", "lu")
@@ -267,13 +269,11 @@ async def test_a_lost_tables_player_who_queues_is_freed_at_once_not_at_the_next_
             for name in kept_names:
                 assert kept.table_id in await seated_at(stub, toks[name])
             await asyncio.sleep(1.1)
-        calls = []
-        try:
-            for name in lost_names:  # the first frees all three; no retry anywhere
-                call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
-                                    metadata=bearer(toks[name]))
-                calls.append(call)
-                assert (await next_update(call)).WhichOneof("kind") == "waiting", name
+        calls = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks[name]))
+                 for name in lost_names]  # all three at once: one check frees the three,
+        try:  # and those refused while it is under way wait for its answer (no retry)
+            firsts = await asyncio.gather(*(next_update(call) for call in calls))
+            assert [f.WhichOneof("kind") for f in firsts] == ["waiting"] * 3, firsts
         finally:
             for call in calls:
                 call.cancel()
