@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ import grpc
 import redis
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from machiavelox.gateway.agora_link import AgoraLinkClient
 from machiavelox.identity.tokens import HmacTokens
 from machiavelox.local.processes import Proc, aio_channel, start
 
@@ -45,6 +46,7 @@ KEY = "bench-key-0123456789abcdef"
 REDIS = "redis://127.0.0.1:6379/0"
 TICK_MS = 200
 CONNECTIONS = 8  # per replica
+LINKS = 2  # per replica, with --via link: as two gateways
 WIDEN_STEP_S = 1.0  # the window widens by MACHIAVELOX_MATCHMAKING_WIDEN_PER_S each second
 
 
@@ -109,7 +111,29 @@ class Cluster:
         client.close()
 
 
-async def one_player(stub: Any, token: str, at_s: float, origin: float,
+Via = Callable[[str], AsyncGenerator[matchmaking_pb2.EnqueueResponse, None]]
+"""One app's Enqueue (its token): a call, or a stream of a gateway's agorà link."""
+
+
+def by_call(stub: matchmaking_pb2_grpc.MatchmakingServiceStub) -> Via:
+    async def enqueue(token: str) -> AsyncGenerator[matchmaking_pb2.EnqueueResponse, None]:
+        call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
+                            metadata=(("authorization", f"Bearer {token}"),))
+        try:
+            async for response in call:
+                yield response
+        finally:
+            call.cancel()
+    return enqueue
+
+
+def by_link(link: AgoraLinkClient) -> Via:
+    def enqueue(token: str) -> AsyncGenerator[matchmaking_pb2.EnqueueResponse, None]:
+        return link.enqueue(matchmaking_pb2.EnqueueRequest(), f"Bearer {token}", "")
+    return enqueue
+
+
+async def one_player(via: Via, token: str, at_s: float, origin: float,
                      done: list[tuple[float, float, str]], shed: list[int]) -> None:
     """One app: Enqueue, read to the Assignment. A call gRPC sheds before matchmaking took it
     (CANCELLED, nothing received: under a burst the server's core cancels calls left waiting
@@ -120,11 +144,10 @@ async def one_player(stub: Any, token: str, at_s: float, origin: float,
         await asyncio.sleep(delay)
     started = time.perf_counter()
     for attempt in range(20):
-        call = stub.Enqueue(matchmaking_pb2.EnqueueRequest(),
-                            metadata=(("authorization", f"Bearer {token}"),))
         got = 0
+        replies = via(token)
         try:
-            async for response in call:
+            async for response in replies:
                 got += 1
                 if response.update.WhichOneof("kind") == "assignment":
                     done.append((started, time.perf_counter(),
@@ -136,23 +159,26 @@ async def one_player(stub: Any, token: str, at_s: float, origin: float,
             shed.append(1)
             await asyncio.sleep(0.2)
         finally:
-            call.cancel()
+            await replies.aclose()
 
 
-async def run(cluster: Cluster, players: int, rate: float) -> dict[str, Any]:
+async def run(cluster: Cluster, players: int, rate: float, link: bool) -> dict[str, Any]:
     tokens = [HmacTokens(KEY.encode()).issue(f"bench-{i:05}")[0] for i in range(players)]
     # (several connections to each replica, as several gateways relay; one HTTP/2 connection
-    # opening thousands of streams at once sees some of them CANCELLED by gRPC itself)
-    channels = [aio_channel(proc, "gateway") for _ in range(CONNECTIONS)
+    # opening thousands of streams at once sees some of them CANCELLED by gRPC itself; with
+    # the agorà link, as many gateways each with its link)
+    channels = [aio_channel(proc, "gateway") for _ in range(LINKS if link else CONNECTIONS)
                 for proc in cluster.replicas]
-    stubs = [matchmaking_pb2_grpc.MatchmakingServiceStub(ch) for ch in channels]
+    links = [AgoraLinkClient(ch) for ch in channels] if link else []
+    vias = ([by_link(one) for one in links] if link else
+            [by_call(matchmaking_pb2_grpc.MatchmakingServiceStub(ch)) for ch in channels])
     for ch in channels:
         await ch.channel_ready()
     before = cluster.cpu()
     done: list[tuple[float, float, str]] = []
     shed: list[int] = []
     origin = time.perf_counter() + 0.5
-    tasks = [asyncio.create_task(one_player(stubs[i % len(stubs)], token,
+    tasks = [asyncio.create_task(one_player(vias[i % len(vias)], token,
                                             i / rate if rate else 0.0, origin, done, shed))
              for i, token in enumerate(tokens)]
     # (players % 3 are left over: the rest is done once all of them are seated)
@@ -167,6 +193,8 @@ async def run(cluster: Cluster, players: int, rate: float) -> dict[str, Any]:
         task.cancel()
     errors = [t.exception() for t in finished if t.exception() is not None]
     after = cluster.cpu()
+    for one in links:
+        await one.close()
     for ch in channels:
         await ch.close()
     waits = [end - begin for begin, end, _ in done]
@@ -185,9 +213,10 @@ async def run(cluster: Cluster, players: int, rate: float) -> dict[str, Any]:
             "cpu": {k: after[k] - before.get(k, 0.0) for k in after}}
 
 
-def report(replicas: int, mode: str, rate: float, players: int, r: dict[str, Any]) -> None:
+def report(replicas: int, mode: str, rate: float, players: int, r: dict[str, Any],
+           via: str) -> None:
     offered = "all at once" if mode == "burst" else f"{rate:,.0f}/s offered"
-    print(f"\n{replicas} replica(s), {mode} ({players:,} players, {offered})")
+    print(f"\n{replicas} replica(s), {mode} ({players:,} players, {offered}), via {via}")
     print(f"  matched {r['matched']:,} ({r['unmatched']} not, {players % 3} left over), "
           f"{r['tables']:,} tables, "
           f"{r['bad_tables']} not of three; errors {r['errors'] or 'none'}; "
@@ -208,6 +237,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--modes", nargs="+", default=["paced", "burst"],
                         choices=["paced", "burst"])
+    parser.add_argument("--via", nargs="+", default=["call", "link"], choices=["call", "link"],
+                        help="a call per app, or the gateways' agorà link")
     args = parser.parse_args(argv)
     print(f"agora_bench: {args.players:,} players, tick {TICK_MS} ms, Redis {REDIS}, "
           f"grpcio {grpc.__version__}, Python {sys.version.split()[0]}")
@@ -216,13 +247,14 @@ def main(argv: list[str]) -> int:
     runs += [("burst", 0.0)] if "burst" in args.modes else []
     for replicas in args.replicas:
         for mode, rate in runs:
-            with tempfile.TemporaryDirectory(prefix="agora-bench-") as tmp:
-                cluster = Cluster(replicas, Path(tmp))
-                try:
-                    result = asyncio.run(run(cluster, args.players, rate))
-                finally:
-                    cluster.stop()
-            report(replicas, mode, rate, args.players, result)
+            for via in args.via:
+                with tempfile.TemporaryDirectory(prefix="agora-bench-") as tmp:
+                    cluster = Cluster(replicas, Path(tmp))
+                    try:
+                        result = asyncio.run(run(cluster, args.players, rate, via == "link"))
+                    finally:
+                        cluster.stop()
+                report(replicas, mode, rate, args.players, result, via)
     return 0
 
 

@@ -16,6 +16,8 @@ straight at a replica (as the gateway relays).
   the gateway follows ann's ticket again on B by itself (her stream never breaks), bob's app
   re-attaches by ticket id on B; cy queues on B, and the three are seated together at one
   table, formed by B. Without the shared store (or the re-attach) their tickets are gone.
+  Run twice: the gateway relaying with a call per app, and with its agorà link (the link to A
+  breaks under ann's stream, which follows her ticket on a new link, to B).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """With `indirect` parametrization "link": the gateway's agorà link on."""
+    link = getattr(request, "param", "calls") == "link"
     prefix = f"test-agora-replicas-{secrets.token_hex(4)}:"
     started: list[Proc] = []
     try:
@@ -91,7 +95,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
             "MACHIAVELOX_GATEWAY_SHARDS": shard_map, "MACHIAVELOX_PRESENCE_ADDRESS": "",
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS":
-                "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in ports.values())}, tmp_path)
+                "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in ports.values()),
+            "MACHIAVELOX_GATEWAY_AGORA_LINK": str(link).lower()}, tmp_path)
         started.append(gateway)
         yield Cluster(shards, gateway, replicas)
     finally:
@@ -169,6 +174,7 @@ async def test_players_queueing_on_both_replicas_are_seated_once(cluster: Cluste
     assert created_by(cluster.replicas["A"]) + created_by(cluster.replicas["B"]) == 10
 
 
+@pytest.mark.parametrize("cluster", ["calls", "link"], indirect=True)
 async def test_a_replica_killed_loses_no_ticket(cluster: Cluster) -> None:
     try:
         await killed_replica(cluster)

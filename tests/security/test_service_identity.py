@@ -66,9 +66,11 @@ LIVE = "shard-0.live"  # a table in play: VICTIM is seated at it
 VICTIM = "alice"
 RIGHTFUL = "rhea"  # the player of the calls made by the roles allowed
 SERVER_ROLE = {"TableAuthorityService": "table", "MatchmakingService": "matchmaking",
+               "AgoraLinkService": "matchmaking",
                "ScoringService": "scoring", "PresenceService": "presence",
                "BotHostService": "bot-host"}
 PROCESS = {"TableAuthorityService": "shard-0", "MatchmakingService": "matchmaking",
+           "AgoraLinkService": "matchmaking",
            "ScoringService": "scoring", "PresenceService": "presence",
            "BotHostService": "bot-host"}
 REFUSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED,
@@ -123,6 +125,11 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
         "CreateFriendlyTable": matchmaking_pb2.CreateFriendlyTableRequest(
             kind=table_pb2.MATCH_KIND_SINGLE),
         "JoinFriendlyTable": matchmaking_pb2.JoinFriendlyTableRequest(invite_code="ABCDEFGHJK"),
+        # the victim queued by whoever may open the gateways' link (the token travels inside)
+        "Relay": matchmaking_pb2.RelayRequest(calls=[matchmaking_pb2.AgoraLinkCall(
+            stream_id=n, open=matchmaking_pb2.AgoraLinkOpen(
+                authorization=dict(hmac_bearer(KEY, player))["authorization"],
+                request=matchmaking_pb2.EnqueueRequest()))]),
         "ReportResult": scoring_pb2.ReportResultRequest(
             table_id=f"{LIVE}{n}" if player == VICTIM else f"shard-1.rightful{n}",
             smazzata=1, kind=table_pb2.MATCH_KIND_SINGLE, competitive=True,

@@ -14,13 +14,16 @@ whichever replica its channel reaches now, a few times over about 8 s (`REATTACH
 an Enqueue re-attaches to its ticket (EnqueueRequest.ticket_id, from the updates relayed so
 far), a JoinFriendlyTable joins its code again (a member keeps the seat). The app sees one
 stream; only if that fails does it get the refusal (and re-attaches itself, by ticket id).
+
+With the agorà link (MACHIAVELOX_GATEWAY_AGORA_LINK, agora_link.py) the apps' Enqueues travel
+as streams of one multiplexed call instead of a call each; everything above holds the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -28,8 +31,10 @@ import grpc
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from machiavelox.identity.tokens import TokenVerifier, authenticate
 from machiavelox.platform.errors import REASON_KEY, ServiceError, unavailable
-from machiavelox.platform.telemetry import inject_metadata
+from machiavelox.platform.telemetry import inject_metadata, traceparent
 from machiavelox.platform.tls import Connect
+
+from .agora_link import AgoraLinkClient, Ended
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +53,13 @@ def _reason(err: grpc.aio.AioRpcError) -> str:
     return ""
 
 
-def _broken(err: grpc.aio.AioRpcError) -> bool:
+def _ended(err: grpc.aio.AioRpcError) -> Ended:
+    return Ended(err.code(), _reason(err), err.details() or "")
+
+
+def _broken(end: Ended) -> bool:
     """The replica under the stream went away (died, or stops): not a refusal."""
-    return err.code() == grpc.StatusCode.UNAVAILABLE and _reason(err) in (
-        "", "matchmaking/stopping")
+    return end.code == grpc.StatusCode.UNAVAILABLE and end.reason in ("", "matchmaking/stopping")
 
 
 def _ticket_again(request: matchmaking_pb2.EnqueueRequest,
@@ -63,22 +71,40 @@ def _join_again(request: Any, last: Any) -> Any:
     return request  # (joining again keeps a member's seat)
 
 
-def _relayed(err: grpc.aio.AioRpcError) -> ServiceError:
-    reason = _reason(err)
-    if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) \
+def _relayed(end: Ended) -> ServiceError:
+    reason = end.reason
+    if end.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) \
             and not reason:
         return unavailable("agora/unavailable", "matchmaking is unreachable; try again")
-    message = err.details() or ""
+    message = end.details
     if reason:  # matchmaking's details already start with its reason: keep one
         message = message.removeprefix(f"{reason}: ")
-    return ServiceError(err.code(), reason or "agora/error", message)
+    return ServiceError(end.code, reason or "agora/error", message)
+
+
+async def _called(method: Any, request: Any, metadata: Any) -> AsyncGenerator[Any, None]:
+    """A call's replies; `Ended` at an end other than OK."""
+    call = method(request, metadata=metadata)
+    try:
+        async for reply in call:
+            yield reply
+    except grpc.aio.AioRpcError as err:
+        raise _ended(err) from None
+    finally:
+        call.cancel()  # the app went away: so does its ticket's stream
+
+
+Open = Callable[[Any], AsyncGenerator[Any, None]]
+"""A stream of replies from its request (a call, or a stream of the agorà link)."""
 
 
 class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, verifier: TokenVerifier, address: str, connect: Connect) -> None:
+    def __init__(self, verifier: TokenVerifier, address: str, connect: Connect,
+                 link: bool = False) -> None:
         self.verifier = verifier
         self.channel = connect(address)  # as the gateway (InternalTls.connector)
         self.stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self.channel)
+        self.link = AgoraLinkClient(self.channel) if link else None
 
     def _metadata(self, context: Any) -> tuple[tuple[str, str | bytes], ...]:
         metadata = context.invocation_metadata()
@@ -89,41 +115,55 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         try:
             return await method(request, metadata=self._metadata(context), timeout=10)
         except grpc.aio.AioRpcError as err:
-            raise _relayed(err) from None
+            raise _relayed(_ended(err)) from None
 
-    async def _stream(self, method: Any, request: Any, context: Any,
-                      again: Again) -> AsyncIterator[Any]:
+    def _calls(self, method: Any, context: Any) -> Open:
         metadata = self._metadata(context)
+        return lambda request: _called(method, request, metadata)
+
+    async def _stream(self, opened: Open, request: Any, again: Again) -> AsyncIterator[Any]:
         last = None  # the last reply relayed
         tries = 0  # re-attaches since the last reply
         while True:
-            call = method(request, metadata=metadata)
+            replies = opened(request)
             try:
-                async for reply in call:
+                async for reply in replies:
                     last, tries = reply, 0
                     yield reply
                 return
-            except grpc.aio.AioRpcError as err:
-                if last is None or not _broken(err) or tries == len(REATTACH_WAITS_S):
-                    raise _relayed(err) from None
+            except Ended as end:
+                if last is None or not _broken(end) or tries == len(REATTACH_WAITS_S):
+                    raise _relayed(end) from None
                 log.info("matchmaking went away under a stream (%s): following it again",
-                         _reason(err) or err.code().name)
+                         end.reason or end.code.name)
                 await asyncio.sleep(REATTACH_WAITS_S[tries])
                 tries += 1
                 request = again(request, last)
             finally:
-                call.cancel()  # the app went away: so does its ticket's stream
+                await replies.aclose()
 
     async def Enqueue(self, request: matchmaking_pb2.EnqueueRequest,
                       context: Any) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
-        async for reply in self._stream(self.stub.Enqueue, request, context, _ticket_again):
+        if self.link is None:
+            opened = self._calls(self.stub.Enqueue, context)
+        else:
+            link = self.link
+            metadata = context.invocation_metadata()
+            authenticate(self.verifier, metadata)  # (a bad token never leaves the gateway)
+            authorization = next((str(v) for k, v in metadata or () if k == "authorization"),
+                                 "")
+            span = traceparent()
+
+            def opened(request: Any) -> AsyncGenerator[Any, None]:
+                return link.enqueue(request, authorization, span)
+        async for reply in self._stream(opened, request, _ticket_again):
             yield reply
 
     async def JoinFriendlyTable(
             self, request: matchmaking_pb2.JoinFriendlyTableRequest,
             context: Any) -> AsyncIterator[matchmaking_pb2.JoinFriendlyTableResponse]:
-        async for reply in self._stream(self.stub.JoinFriendlyTable, request, context,
-                                        _join_again):
+        async for reply in self._stream(self._calls(self.stub.JoinFriendlyTable, context),
+                                        request, _join_again):
             yield reply
 
     async def CancelTicket(self, request: matchmaking_pb2.CancelTicketRequest,
@@ -139,4 +179,6 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         return reply
 
     async def close(self) -> None:
+        if self.link is not None:
+            await self.link.close()
         await self.channel.close()

@@ -47,7 +47,8 @@ async def serve(settings: GatewaySettings) -> None:
                        GatewayPace(settings.pace), settings.session_limits, login=login)
 
     tokens = servicer.tokens
-    agora = (AgoraRelay(tokens, settings.matchmaking, tls.connector("matchmaking"))
+    agora = (AgoraRelay(tokens, settings.matchmaking, tls.connector("matchmaking"),
+                        link=settings.agora_link)
              if settings.matchmaking else None)
 
     def register(server: grpc.aio.Server) -> None:

@@ -42,6 +42,9 @@ class GatewaySettings:
     presence: str  # MACHIAVELOX_PRESENCE_ADDRESS ("" = none)
     # MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS: the agorà relayed to apps ("" = not served here)
     matchmaking: str
+    # MACHIAVELOX_GATEWAY_AGORA_LINK: the apps' Enqueues as streams of one multiplexed call to
+    # matchmaking (agora_link.py; matchmaking pays gRPC's cost per call once), not a call each
+    agora_link: bool
     batch_window_s: float  # MACHIAVELOX_BATCH_WINDOW_MS: frame pacing under load (Outbox)
     # MACHIAVELOX_GATEWAY_ACTION_RATE/_BURST, _RESYNC_RATE/_BURST, _MESSAGE_RATE/_BURST: the
     # pace rules (gateway/pace.py)
@@ -81,6 +84,7 @@ class GatewaySettings:
             shards=shards,
             presence=env_str("PRESENCE_ADDRESS", ""),
             matchmaking=env_str("GATEWAY_MATCHMAKING_ADDRESS", ""),
+            agora_link=env_bool("GATEWAY_AGORA_LINK", False),
             batch_window_s=env_batch_window_s(),
             pace=PaceSettings(actions=env_rate("GATEWAY_ACTION", DEFAULT_ACTIONS),
                               resyncs=env_rate("GATEWAY_RESYNC", DEFAULT_RESYNCS),

@@ -23,6 +23,7 @@ from machiavelox.platform.tls import InternalTls
 
 from .agora import Agora
 from .bothost import BotHostClient
+from .link import LINK_SERVICE_NAME, AgoraLink
 from .memory_store import MemoryStore
 from .metrics import MatchmakingMetrics
 from .placement import ShardClient
@@ -72,11 +73,14 @@ async def serve(settings: MatchmakingSettings) -> None:
                           tls.connector("bot-host", obs.client_interceptors()))
             if settings.bot_host else None)
     servicer = MatchmakingService(agora, verifier, Practice(agora, bots))
+    link = AgoraLink(servicer, obs.telemetry)
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
+        matchmaking_pb2_grpc.add_AgoraLinkServiceServicer_to_server(link, server)
 
-    service = Service(Endpoint(settings.host, settings.port, settings.grace_s), [SERVICE_NAME],
+    service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
+                      [SERVICE_NAME, LINK_SERVICE_NAME],
                       register, interceptors=verifier.interceptors(), name="matchmaking",
                       observability=obs, tls=tls)
     seats = SeatCheck(agora.store.seated_tables, placement, agora.end_table, metrics)

@@ -117,7 +117,15 @@ class MatchmakingService(matchmaking_pb2_grpc.MatchmakingServiceServicer):
 
     async def Enqueue(self, request: matchmaking_pb2.EnqueueRequest,
                       context: Any) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
-        player = self._player(context)
+        async for response in self.enqueue(context.invocation_metadata(), request):
+            yield response
+
+    async def enqueue(self, metadata: tuple[tuple[str, str | bytes], ...] | None,
+                      request: matchmaking_pb2.EnqueueRequest
+                      ) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
+        """An Enqueue, from the call's metadata (a direct call, or a stream of the gateways'
+        link: link.py); its refusals are ServiceErrors."""
+        player = authenticate(self.verifier, metadata)
         if len(request.ticket_id) > MAX_TICKET_ID:
             raise invalid_argument("ticket/bad-id", f"a ticket id has at most {MAX_TICKET_ID} "
                                                     "characters")

@@ -61,6 +61,8 @@ POLICY: Mapping[str, frozenset[str]] = {
     _MATCHMAKING + "CancelTicket": frozenset({"gateway"}),
     _MATCHMAKING + "CreateFriendlyTable": frozenset({"gateway"}),
     _MATCHMAKING + "JoinFriendlyTable": frozenset({"gateway"}),
+    # The gateways' Enqueues multiplexed (matchmaking/link.py): each stream's token is checked.
+    "/machiavelox.v1.AgoraLinkService/Relay": frozenset({"gateway"}),
     # Results come from the shards that played them; reading them is the read-only role's.
     _SCORING + "ReportResult": frozenset({"table"}),
     _SCORING + "GetLeaderboard": frozenset({"results-reader"}),
@@ -80,6 +82,7 @@ POLICY: Mapping[str, frozenset[str]] = {
 }
 
 INTERNAL_SERVICES = ("machiavelox.v1.TableAuthorityService", "machiavelox.v1.MatchmakingService",
+                     "machiavelox.v1.AgoraLinkService",
                      "machiavelox.v1.ScoringService", "machiavelox.v1.PresenceService",
                      "machiavelox.v1.BotHostService")
 """The services whose every method POLICY must name (the gateway's own is public)."""

@@ -339,3 +339,185 @@ class JoinFriendlyTableRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___JoinFriendlyTableRequest: _TypeAlias = JoinFriendlyTableRequest  # noqa: Y015
+
+@_typing.final
+class RelayRequest(_message.Message):
+    """From the gateway: calls in arrival order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgoraLinkCall]:
+        """Opens and cancels of the apps' streams."""
+
+    def __init__(
+        self,
+        *,
+        calls: _abc.Iterable[Global___AgoraLinkCall] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelayRequest: _TypeAlias = RelayRequest  # noqa: Y015
+
+@_typing.final
+class AgoraLinkCall(_message.Message):
+    """One call of the gateway about one app's stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STREAM_ID_FIELD_NUMBER: _builtins.int
+    OPEN_FIELD_NUMBER: _builtins.int
+    CANCEL_FIELD_NUMBER: _builtins.int
+    stream_id: _builtins.int
+    """The gateway's number for one app's Enqueue on this link (never reused on it)."""
+    cancel: _builtins.bool
+    """The app went away: the stream ends (its ticket is detached, as when a call is
+    cancelled); no end is sent back.
+    """
+    @_builtins.property
+    def open(self) -> Global___AgoraLinkOpen:
+        """Start it: what the app's call carried."""
+
+    def __init__(
+        self,
+        *,
+        stream_id: _builtins.int = ...,
+        open: Global___AgoraLinkOpen | None = ...,
+        cancel: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "kind", b"kind", "open", b"open"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "kind", b"kind", "open", b"open", "stream_id", b"stream_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["open", "cancel"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___AgoraLinkCall: _TypeAlias = AgoraLinkCall  # noqa: Y015
+
+@_typing.final
+class AgoraLinkOpen(_message.Message):
+    """An app's Enqueue, opened on the link."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AUTHORIZATION_FIELD_NUMBER: _builtins.int
+    REQUEST_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    authorization: _builtins.str
+    """The app's `authorization` metadata ("Bearer <token>")."""
+    traceparent: _builtins.str
+    """The W3C trace context of the gateway's span for the app's call ("" if none)."""
+    @_builtins.property
+    def request(self) -> Global___EnqueueRequest:
+        """The app's request, as it sent it."""
+
+    def __init__(
+        self,
+        *,
+        authorization: _builtins.str = ...,
+        request: Global___EnqueueRequest | None = ...,
+        traceparent: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["authorization", b"authorization", "request", b"request", "traceparent", b"traceparent"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgoraLinkOpen: _TypeAlias = AgoraLinkOpen  # noqa: Y015
+
+@_typing.final
+class RelayResponse(_message.Message):
+    """To the gateway: replies in the order they were made."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPLIES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def replies(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgoraLinkReply]:
+        """Updates and ends of the apps' streams."""
+
+    def __init__(
+        self,
+        *,
+        replies: _abc.Iterable[Global___AgoraLinkReply] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["replies", b"replies"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelayResponse: _TypeAlias = RelayResponse  # noqa: Y015
+
+@_typing.final
+class AgoraLinkReply(_message.Message):
+    """One reply on one app's stream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STREAM_ID_FIELD_NUMBER: _builtins.int
+    RESPONSE_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    stream_id: _builtins.int
+    """The stream it belongs to (the gateway's number)."""
+    @_builtins.property
+    def response(self) -> Global___EnqueueResponse:
+        """What a direct Enqueue would have sent."""
+
+    @_builtins.property
+    def end(self) -> Global___AgoraLinkEnd:
+        """The stream's end: the last reply of its stream."""
+
+    def __init__(
+        self,
+        *,
+        stream_id: _builtins.int = ...,
+        response: Global___EnqueueResponse | None = ...,
+        end: Global___AgoraLinkEnd | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "kind", b"kind", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "kind", b"kind", "response", b"response", "stream_id", b"stream_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["response", "end"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___AgoraLinkReply: _TypeAlias = AgoraLinkReply  # noqa: Y015
+
+@_typing.final
+class AgoraLinkEnd(_message.Message):
+    """How a stream ended, as a direct Enqueue's status would say it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """The gRPC status code (0: OK)."""
+    reason: _builtins.str
+    """The machine-readable reason (`ticket/replaced`, `matchmaking/stopping`, ...); "" with OK."""
+    message: _builtins.str
+    """The status message."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgoraLinkEnd: _TypeAlias = AgoraLinkEnd  # noqa: Y015

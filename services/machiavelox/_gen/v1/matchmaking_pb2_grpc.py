@@ -235,3 +235,100 @@ class MatchmakingService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class AgoraLinkServiceStub:
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Relay = channel.stream_stream(
+                '/machiavelox.v1.AgoraLinkService/Relay',
+                request_serializer=machiavelox_dot_v1_dot_matchmaking__pb2.RelayRequest.SerializeToString,
+                response_deserializer=machiavelox_dot_v1_dot_matchmaking__pb2.RelayResponse.FromString,
+                _registered_method=True)
+
+
+class AgoraLinkServiceServicer:
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    def Relay(self, request_iterator, context):
+        """The link: calls up, replies down, for as long as the gateway keeps it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_AgoraLinkServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Relay': grpc.stream_stream_rpc_method_handler(
+                    servicer.Relay,
+                    request_deserializer=machiavelox_dot_v1_dot_matchmaking__pb2.RelayRequest.FromString,
+                    response_serializer=machiavelox_dot_v1_dot_matchmaking__pb2.RelayResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'machiavelox.v1.AgoraLinkService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('machiavelox.v1.AgoraLinkService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class AgoraLinkService:
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    @staticmethod
+    def Relay(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/machiavelox.v1.AgoraLinkService/Relay',
+            machiavelox_dot_v1_dot_matchmaking__pb2.RelayRequest.SerializeToString,
+            machiavelox_dot_v1_dot_matchmaking__pb2.RelayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -108,3 +108,58 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         """Join a private table by its code; the stream reports waiting and then the assignment."""
 
 def add_MatchmakingServiceServicer_to_server(servicer: MatchmakingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+
+class AgoraLinkServiceStub:
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    @_typing.overload
+    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
+    @_typing.overload
+    def __new__(cls, channel: _aio.Channel) -> AgoraLinkServiceAsyncStub: ...
+    Relay: _grpc.StreamStreamMultiCallable[_matchmaking_pb2.RelayRequest, _matchmaking_pb2.RelayResponse]
+    """The link: calls up, replies down, for as long as the gateway keeps it."""
+
+@_typing.type_check_only
+class AgoraLinkServiceAsyncStub(AgoraLinkServiceStub):
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    def __init__(self, channel: _aio.Channel) -> None: ...
+    Relay: _aio.StreamStreamMultiCallable[_matchmaking_pb2.RelayRequest, _matchmaking_pb2.RelayResponse]  # type: ignore[assignment]
+    """The link: calls up, replies down, for as long as the gateway keeps it."""
+
+class AgoraLinkServiceServicer(metaclass=_abc_1.ABCMeta):
+    """Internal (issue 13): a gateway's Enqueue streams, many on one stream, in batches, so that a
+    replica pays gRPC's cost per call once per gateway instead of once per player
+    (docs/architecture.md, "The agorà"). The gateway role only (mutual TLS). Each app's Enqueue
+    is a numbered stream on the link: opened with the app's own authorization (checked again by
+    the replica, which trusts no caller's word for who the player is), answered with the
+    EnqueueResponses a direct Enqueue would send, then one end with the status a direct call
+    would end with. A link that breaks ends all its streams: the gateway follows each ticket
+    again by its id, on a new link.
+    """
+
+    @_abc_1.abstractmethod
+    def Relay(
+        self,
+        request_iterator: _MaybeAsyncIterator[_matchmaking_pb2.RelayRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_matchmaking_pb2.RelayResponse], _abc.AsyncIterator[_matchmaking_pb2.RelayResponse]]:
+        """The link: calls up, replies down, for as long as the gateway keeps it."""
+
+def add_AgoraLinkServiceServicer_to_server(servicer: AgoraLinkServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
