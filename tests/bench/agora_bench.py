@@ -16,6 +16,10 @@ replicas as a Service would, and read it to their Assignment.
 - burst: every player at once (a call gRPC sheds is made again, as an app would); players
   matched per second = players / (last assignment - first Enqueue).
 
+`--via call link` (both by default, interleaved): each app's Enqueue a call of its own (the
+gateway's relay without the agorà link), or a stream of the agorà link (this process then acts
+as two gateways per replica, each with the gateway's own `AgoraLinkClient`; matchmaking/link.py).
+
 Every player must be seated exactly once (one table per three players); the CPU seconds of
 each process are printed with the figures (this machine has two cores: the apps, the
 replicas, the shards and Redis share them).
