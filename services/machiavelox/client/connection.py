@@ -329,6 +329,8 @@ class TableSession:
                     live = True
                     self.sink(Link("live", f"at {self.table_id}"))
                 for single in unbatch(response):
+                    if self._stopped:  # (a screen that left mid-batch gets no more of it)
+                        break
                     self._take(single)
         except asyncio.CancelledError:
             if not self._stopped:
