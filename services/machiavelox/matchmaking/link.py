@@ -14,11 +14,13 @@ refusals as the stream's end, with the status code and reason a call would end w
 ticket is detached, to be re-attached by its id. When the link itself ends (the gateway went
 away, or this replica stops) every stream on it ends so.
 
-What a call has and a stream of the link has not (yet): the interceptors' per-call metrics
-(`grpc_server_handled_total` counts the link, not the Enqueues on it) and rate limits per
-caller (the agorà's own per-player limits still apply to every open). Each stream gets its own
-server span (`machiavelox.v1.MatchmakingService/Enqueue`, `via=link`), child of the gateway's
-span when the open carries its trace context, so placements still link to the tickets' spans.
+Each stream is counted as the call it stands for (`grpc_server_started_total`,
+`_handled_total` and `_handling_seconds` of `MatchmakingService/Enqueue`, with the status it
+ended with; the link itself is counted too, as `AgoraLinkService/Relay`) and, with tracing on,
+gets its own server span (`machiavelox.v1.MatchmakingService/Enqueue`, `via=link`), child of
+the gateway's span that the open carries, so placements still link to the tickets' spans.
+What a stream has not: the interceptors' per-caller limit sees the link as one caller (the
+agorà's own per-player limits apply to every open).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from opentelemetry.trace import SpanKind
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from machiavelox.platform.errors import ServiceError
+from machiavelox.platform.instrument import RpcMethod
+from machiavelox.platform.metrics import GrpcServerMetrics
 from machiavelox.platform.telemetry import Telemetry
 
 from .service import MatchmakingService
@@ -44,6 +48,7 @@ LINK_SERVICE_NAME = "machiavelox.v1.AgoraLinkService"
 SPAN_NAME = "machiavelox.v1.MatchmakingService/Enqueue"
 MAX_STREAMS = 100_000  # open streams on one link (a gateway's waiting players)
 MAX_REPLIES = 512  # replies in one frame going back (each well under 1 KiB)
+ENQUEUE = RpcMethod.parse("/machiavelox.v1.MatchmakingService/Enqueue", "server_stream")
 
 
 def _end(stream_id: int, code: grpc.StatusCode, reason: str = "", message: str = ""
@@ -56,9 +61,10 @@ class _Link:
     """One gateway's link: its streams (a task each) and the replies waiting to go back."""
 
     def __init__(self, service: MatchmakingService, telemetry: Telemetry | None,
-                 max_streams: int) -> None:
+                 metrics: GrpcServerMetrics | None, max_streams: int) -> None:
         self.service = service
         self.telemetry = telemetry
+        self.metrics = metrics
         self.max_streams = max_streams
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.pending: list[matchmaking_pb2.AgoraLinkReply] = []
@@ -110,16 +116,24 @@ class _Link:
         """One stream: the agorà's updates, then its end (none if the gateway cancelled it,
         or the link ended: this task is cancelled then)."""
         metadata = (("authorization", open_.authorization),)
+        counted = None if self.metrics is None else self.metrics.begin(ENQUEUE, None)
         end = _end(sid, grpc.StatusCode.OK)
+        code = grpc.StatusCode.CANCELLED  # (unless it ends otherwise below)
         try:
             with self._span(open_):
                 async for response in self.service.enqueue(metadata, open_.request):
                     self.push(matchmaking_pb2.AgoraLinkReply(stream_id=sid, response=response))
+            code = grpc.StatusCode.OK
         except ServiceError as err:
+            code = err.status
             end = _end(sid, err.status, err.reason, err.message)
         except Exception:  # one stream's failure must not take the link
             log.exception("a stream of the gateways' link failed")
-            end = _end(sid, grpc.StatusCode.INTERNAL, "internal", "the stream failed")
+            code = grpc.StatusCode.INTERNAL
+            end = _end(sid, code, "internal", "the stream failed")
+        finally:
+            if counted is not None:
+                counted(code, None)
         self.streams.pop(sid, None)
         self.push(end)
 
@@ -141,14 +155,16 @@ class _Link:
 
 class AgoraLink(matchmaking_pb2_grpc.AgoraLinkServiceServicer):
     def __init__(self, service: MatchmakingService, telemetry: Telemetry | None = None,
+                 metrics: GrpcServerMetrics | None = None,
                  max_streams: int = MAX_STREAMS) -> None:
         self.service = service
         self.telemetry = telemetry
+        self.metrics = metrics
         self.max_streams = max_streams
 
     async def Relay(self, request_iterator: AsyncIterator[matchmaking_pb2.RelayRequest],
                     context: Any) -> AsyncIterator[matchmaking_pb2.RelayResponse]:
-        link = _Link(self.service, self.telemetry, self.max_streams)
+        link = _Link(self.service, self.telemetry, self.metrics, self.max_streams)
         reader = asyncio.create_task(link.read(request_iterator), name="link-reader")
         try:
             while True:

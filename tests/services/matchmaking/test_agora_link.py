@@ -6,8 +6,9 @@ Real processes on loopback (mutual TLS between them): a shard, matchmaking (memo
 and a gateway with the link on.
 
 - Three apps queue through the gateway: each gets Waiting with its ticket id, then the three
-  the same Assignment; matchmaking served one Relay call and no Enqueue call (its gRPC
-  metrics): the link carried them. Fails without the link (three Enqueue calls).
+  the same Assignment; matchmaking served one Relay call (its gRPC metrics: the link carried
+  them; none without the link), and counted each stream as the Enqueue it stands for, ended OK
+  after its Assignment as a call would be.
 - Refusals come back with their status code and reason: an unknown ruleset is
   INVALID_ARGUMENT `table/bad-ruleset` (said by matchmaking, through the link); a bad token
   UNAUTHENTICATED at the gateway, which sends nothing on.
@@ -71,6 +72,19 @@ def started(proc: Proc, method: str) -> float:
                and f'grpc_method="{method}"' in line)
 
 
+def handled(proc: Proc, method: str) -> dict[str, float]:
+    """matchmaking's count of calls of `method` ended, by status (its /metrics)."""
+    port = proc.env["MACHIAVELOX_METRICS_PORT"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("grpc_server_handled_total{") and f'grpc_method="{method}"' in line:
+            code = line.partition('grpc_code="')[2].partition('"')[0]
+            out[code] = out.get(code, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
 async def test_three_apps_are_seated_over_one_link(cluster: dict[str, Proc]) -> None:
     gateway = cluster["gateway"]
     names = ["lk-ann", "lk-bob", "lk-cy"]
@@ -89,8 +103,9 @@ async def test_three_apps_are_seated_over_one_link(cluster: dict[str, Proc]) -> 
     assert len({f.ticket_id for f in firsts}) == 3
     assert len({g.table_id for g in got}) == 1
     assert sorted(got[0].player_ids) == names
-    assert started(cluster["matchmaking"], "Relay") == 1  # one link carried the three
-    assert started(cluster["matchmaking"], "Enqueue") == 0
+    assert started(cluster["matchmaking"], "Relay") == 1  # one link carried the three,
+    assert started(cluster["matchmaking"], "Enqueue") == 3  # each counted as an Enqueue
+    assert handled(cluster["matchmaking"], "Enqueue") == {"OK": 3}  # (ended at the Assignment)
 
 
 async def test_refusals_come_back_with_their_reasons(cluster: dict[str, Proc]) -> None:
