@@ -84,7 +84,7 @@ class GatewaySettings:
             shards=shards,
             presence=env_str("PRESENCE_ADDRESS", ""),
             matchmaking=env_str("GATEWAY_MATCHMAKING_ADDRESS", ""),
-            agora_link=env_bool("GATEWAY_AGORA_LINK", False),
+            agora_link=env_bool("GATEWAY_AGORA_LINK", True),
             batch_window_s=env_batch_window_s(),
             pace=PaceSettings(actions=env_rate("GATEWAY_ACTION", DEFAULT_ACTIONS),
                               resyncs=env_rate("GATEWAY_RESYNC", DEFAULT_RESYNCS),

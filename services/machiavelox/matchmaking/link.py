@@ -28,13 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
 from opentelemetry.trace import SpanKind
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from machiavelox.identity.tokens import bearer
 from machiavelox.platform.errors import ServiceError
 from machiavelox.platform.instrument import RpcMethod
 from machiavelox.platform.metrics import GrpcServerMetrics
@@ -50,6 +51,10 @@ MAX_STREAMS = 100_000  # open streams on one link (a gateway's waiting players)
 MAX_REPLIES = 512  # replies in one frame going back (each well under 1 KiB)
 ENQUEUE = RpcMethod.parse("/machiavelox.v1.MatchmakingService/Enqueue", "server_stream")
 
+Prepare = Callable[[str], Awaitable[None]]
+"""Fetches what checking a token will need (the provider's new signing key), as the
+verifier's interceptor does before a call's handler (identity/verifier.py `KeysFirst`)."""
+
 
 def _end(stream_id: int, code: grpc.StatusCode, reason: str = "", message: str = ""
          ) -> matchmaking_pb2.AgoraLinkReply:
@@ -61,10 +66,12 @@ class _Link:
     """One gateway's link: its streams (a task each) and the replies waiting to go back."""
 
     def __init__(self, service: MatchmakingService, telemetry: Telemetry | None,
-                 metrics: GrpcServerMetrics | None, max_streams: int) -> None:
+                 metrics: GrpcServerMetrics | None, prepare: Prepare | None,
+                 max_streams: int) -> None:
         self.service = service
         self.telemetry = telemetry
         self.metrics = metrics
+        self.prepare = prepare
         self.max_streams = max_streams
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.pending: list[matchmaking_pb2.AgoraLinkReply] = []
@@ -120,6 +127,7 @@ class _Link:
         end = _end(sid, grpc.StatusCode.OK)
         code = grpc.StatusCode.CANCELLED  # (unless it ends otherwise below)
         try:
+            await self._prepared(metadata)
             with self._span(open_):
                 async for response in self.service.enqueue(metadata, open_.request):
                     self.push(matchmaking_pb2.AgoraLinkReply(stream_id=sid, response=response))
@@ -136,6 +144,17 @@ class _Link:
                 counted(code, None)
         self.streams.pop(sid, None)
         self.push(end)
+
+    async def _prepared(self, metadata: tuple[tuple[str, str | bytes], ...]) -> None:
+        """The token's signing key fetched if it is new (a failure: `enqueue` refuses it)."""
+        if self.prepare is None:
+            return
+        try:
+            await self.prepare(bearer(metadata))
+        except ServiceError:
+            pass  # no token: enqueue refuses the stream
+        except Exception:  # the check that follows decides
+            log.debug("preparing a token failed", exc_info=True)
 
     def frame(self) -> matchmaking_pb2.RelayResponse | None:
         """The next frame to send, or None when there is nothing."""
@@ -155,16 +174,18 @@ class _Link:
 
 class AgoraLink(matchmaking_pb2_grpc.AgoraLinkServiceServicer):
     def __init__(self, service: MatchmakingService, telemetry: Telemetry | None = None,
-                 metrics: GrpcServerMetrics | None = None,
+                 metrics: GrpcServerMetrics | None = None, prepare: Prepare | None = None,
                  max_streams: int = MAX_STREAMS) -> None:
         self.service = service
         self.telemetry = telemetry
         self.metrics = metrics
+        self.prepare = prepare
         self.max_streams = max_streams
 
     async def Relay(self, request_iterator: AsyncIterator[matchmaking_pb2.RelayRequest],
                     context: Any) -> AsyncIterator[matchmaking_pb2.RelayResponse]:
-        link = _Link(self.service, self.telemetry, self.metrics, self.max_streams)
+        link = _Link(self.service, self.telemetry, self.metrics, self.prepare,
+                     self.max_streams)
         reader = asyncio.create_task(link.read(request_iterator), name="link-reader")
         try:
             while True:

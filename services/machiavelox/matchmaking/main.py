@@ -73,7 +73,7 @@ async def serve(settings: MatchmakingSettings) -> None:
                           tls.connector("bot-host", obs.client_interceptors()))
             if settings.bot_host else None)
     servicer = MatchmakingService(agora, verifier, Practice(agora, bots))
-    link = AgoraLink(servicer, obs.telemetry, obs.grpc_metrics)
+    link = AgoraLink(servicer, obs.telemetry, obs.grpc_metrics, prepare=verifier.prepare)
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
