@@ -48,6 +48,8 @@ NOT_SET = {
     "MACHIAVELOX_CONTROLLER_KUBE_API": "in-cluster service account credentials",
     "MACHIAVELOX_METRICS_HOST": "defaults to the gRPC host, 0.0.0.0 in the chart",
     "MACHIAVELOX_BOT_HOST_TIME_SCALE": "the tables' rules clock speed-up; never in production",
+    "MACHIAVELOX_MATCHMAKING_AGORA_LINK": "served by every replica; off only in tests (a replica "
+                                          "older than the link); gateway.agoraLink is the knob",
 }
 # Variables that are not settings: inputs of $(VAR) expansion and libpq's own.
 HELPERS = {"POD_NAME", "REDIS_PASSWORD", "PGPASSWORD"}

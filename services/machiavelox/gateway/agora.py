@@ -34,7 +34,7 @@ from machiavelox.platform.errors import REASON_KEY, ServiceError, unavailable
 from machiavelox.platform.telemetry import inject_metadata, traceparent
 from machiavelox.platform.tls import Connect
 
-from .agora_link import AgoraLinkClient, Ended
+from .agora_link import UNSUPPORTED, AgoraLinkClient, Ended
 
 log = logging.getLogger(__name__)
 
@@ -144,18 +144,30 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
 
     async def Enqueue(self, request: matchmaking_pb2.EnqueueRequest,
                       context: Any) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
-        if self.link is None:
-            opened = self._calls(self.stub.Enqueue, context)
-        else:
-            link = self.link
-            metadata = context.invocation_metadata()
-            authenticate(self.verifier, metadata)  # (a bad token never leaves the gateway)
-            authorization = next((str(v) for k, v in metadata or () if k == "authorization"),
-                                 "")
-            span = traceparent()
+        forwarded = self._metadata(context)  # (a bad token never leaves the gateway)
+        link = self.link
+        if link is None:
+            async for reply in self._stream(lambda r: _called(self.stub.Enqueue, r, forwarded),
+                                            request, _ticket_again):
+                yield reply
+            return
+        authorization = next((str(v) for k, v in context.invocation_metadata() or ()
+                              if k == "authorization"), "")
+        span = traceparent()
 
-            def opened(request: Any) -> AsyncGenerator[Any, None]:
-                return link.enqueue(request, authorization, span)
+        async def opened(request: Any) -> AsyncGenerator[Any, None]:
+            if link.usable():
+                try:
+                    async for reply in link.enqueue(request, authorization, span):
+                        yield reply
+                    return
+                except Ended as end:
+                    if end.reason != UNSUPPORTED:
+                        raise
+            # (the replica serves no link, and said so before any reply: a call, as before)
+            async for reply in _called(self.stub.Enqueue, request, forwarded):
+                yield reply
+
         async for reply in self._stream(opened, request, _ticket_again):
             yield reply
 

@@ -9,7 +9,9 @@ to its stream. A stream ends as a direct call would: an `end` other than OK is r
 connection was lost: keepalive sees a silent one within seconds) ends every stream on it
 UNAVAILABLE with no reason, which the relay (agora.py) takes as "the replica went away" and
 follows each ticket again by its id, on the next link. An app that goes away cancels its
-stream: a `cancel` goes up, and the replica detaches its ticket.
+stream: a `cancel` goes up, and the replica detaches its ticket. A replica that serves no link
+(older than it: UNIMPLEMENTED) ends the streams `link/unsupported`: the relay then makes a
+call per app, and tries the link again 30 s later (a rolling upgrade in either order).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
@@ -27,6 +30,8 @@ from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 log = logging.getLogger(__name__)
 
 MAX_CALLS = 512  # calls in one frame going up (each well under 1 KiB)
+UNSUPPORTED = "link/unsupported"  # the replica serves no link (older than it, or switched off)
+RETRY_LINK_S = 30.0  # after an unsupported answer, calls until the link is tried again
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
@@ -58,6 +63,7 @@ class _Link:
         self.calls: list[matchmaking_pb2.AgoraLinkCall] = []
         self.wake = asyncio.Event()
         self.broken = False
+        self.unsupported = False  # the replica answered the link UNIMPLEMENTED
         self.next_id = 1
         self.reader = asyncio.create_task(self._read(), name="agora-link-reader")
         self.writer = asyncio.create_task(self._write(), name="agora-link-writer")
@@ -79,7 +85,7 @@ class _Link:
             self._break(_broke(f"the agorà link broke ({err.__class__.__name__})"))
 
     async def _read(self) -> None:
-        why = "the agorà link ended"
+        ended = _broke("the agorà link ended")
         try:
             async for down in self.call:
                 for reply in down.replies:
@@ -87,8 +93,12 @@ class _Link:
                     if queue is not None:
                         queue.put_nowait(reply)
         except grpc.aio.AioRpcError as err:
-            why = f"the agorà link broke ({err.code().name})"
-        self._break(_broke(why))
+            if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self.unsupported = True
+                ended = Ended(err.code(), UNSUPPORTED, "the replica serves no agorà link")
+            else:
+                ended = _broke(f"the agorà link broke ({err.code().name})")
+        self._break(ended)
 
     def _break(self, ended: Ended) -> None:
         if self.broken:
@@ -145,6 +155,16 @@ class AgoraLinkClient:
     def __init__(self, channel: grpc.aio.Channel) -> None:
         self.stub = matchmaking_pb2_grpc.AgoraLinkServiceStub(channel)
         self.link: _Link | None = None
+        self.not_before = 0.0  # (monotonic) no link tried before then: the replica had none
+
+    def usable(self) -> bool:
+        """Whether to try the link (not within RETRY_LINK_S of a replica that had none)."""
+        if self.link is not None and self.link.unsupported:
+            self.not_before = time.monotonic() + RETRY_LINK_S
+            self.link = None
+            log.warning("matchmaking serves no agorà link: a call per app for %.0f s",
+                        RETRY_LINK_S)
+        return time.monotonic() >= self.not_before
 
     def enqueue(self, request: matchmaking_pb2.EnqueueRequest, authorization: str,
                 traceparent: str) -> AsyncGenerator[matchmaking_pb2.EnqueueResponse, None]:

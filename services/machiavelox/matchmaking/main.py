@@ -77,10 +77,11 @@ async def serve(settings: MatchmakingSettings) -> None:
 
     def register(server: grpc.aio.Server) -> None:
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(servicer, server)
-        matchmaking_pb2_grpc.add_AgoraLinkServiceServicer_to_server(link, server)
+        if settings.agora_link:
+            matchmaking_pb2_grpc.add_AgoraLinkServiceServicer_to_server(link, server)
 
-    service = Service(Endpoint(settings.host, settings.port, settings.grace_s),
-                      [SERVICE_NAME, LINK_SERVICE_NAME],
+    names = [SERVICE_NAME, LINK_SERVICE_NAME] if settings.agora_link else [SERVICE_NAME]
+    service = Service(Endpoint(settings.host, settings.port, settings.grace_s), names,
                       register, interceptors=verifier.interceptors(), name="matchmaking",
                       observability=obs, tls=tls)
     seats = SeatCheck(agora.store.seated_tables, placement, agora.end_table, metrics)

@@ -9,6 +9,7 @@ from machiavelox.identity.verifier import IdentitySettings
 from machiavelox.platform.observability import ObservabilitySettings
 from machiavelox.platform.settings import (
     SettingsError,
+    env_bool,
     env_float,
     env_grace_s,
     env_int,
@@ -41,6 +42,9 @@ class MatchmakingSettings:
     # tables' bots; "" = no practice tables (FAILED_PRECONDITION practice/off)
     bot_host: str
     tick_ms: int  # MACHIAVELOX_MATCHMAKING_TICK_MS: how often the queue is matched
+    # MACHIAVELOX_MATCHMAKING_AGORA_LINK: serve the gateways' agorà link (link.py); false: not
+    # served (as a replica older than the link: the gateways then make a call per app)
+    agora_link: bool
     window: float  # MACHIAVELOX_MATCHMAKING_WINDOW: initial skill window, ordinal points
     widen_per_s: float  # MACHIAVELOX_MATCHMAKING_WIDEN_PER_S: window growth per waited second
     lobby_ttl_s: float  # MACHIAVELOX_MATCHMAKING_LOBBY_TTL_S: an unplaced friendly lobby's life
@@ -121,6 +125,7 @@ class MatchmakingSettings:
             scoring=env_str("SCORING_ADDRESS", "", env),
             bot_host=env_str("MATCHMAKING_BOT_HOST_ADDRESS", "", env),
             tick_ms=env_int("MATCHMAKING_TICK_MS", 200, env, minimum=10),
+            agora_link=env_bool("MATCHMAKING_AGORA_LINK", True, env),
             window=window,
             widen_per_s=widen,
             lobby_ttl_s=lobby_ttl_s,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -164,3 +165,42 @@ async def test_the_gateway_does_not_serve_the_link_to_apps(cluster: dict[str, Pr
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await asyncio.wait_for(call.read(), STEP_S)
     assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+async def test_a_replica_without_the_link_gets_a_call_per_app(
+        cluster: dict[str, Proc], tmp_path: Path) -> None:
+    """A rolling upgrade, gateways first: their replica serves no link (an older one; here
+    MACHIAVELOX_MATCHMAKING_AGORA_LINK=false). The link is answered UNIMPLEMENTED before any
+    reply, so the gateway makes a call per app instead: the apps are seated as before, each
+    Enqueue a call of its own. Fails without the fallback (the apps refused
+    `agora/unavailable`)."""
+    shards = f"shard-0={cluster['shard'].address}"
+    procs: list[Proc] = []
+    try:
+        older = start("matchmaking-older", "matchmaking", {
+            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_MATCHMAKING_SHARDS": shards,
+            "MACHIAVELOX_SCORING_ADDRESS": "", "MACHIAVELOX_MATCHMAKING_TICK_MS": "50",
+            "MACHIAVELOX_MATCHMAKING_AGORA_LINK": "false",
+            "MACHIAVELOX_METRICS_PORT": str(free_port())}, tmp_path)
+        procs.append(older)
+        gateway = start("gateway-newer", "gateway", {
+            "MACHIAVELOX_TOKEN_KEY": KEY, "MACHIAVELOX_GATEWAY_DEV_LOGIN": "true",
+            "MACHIAVELOX_GATEWAY_SHARDS": shards, "MACHIAVELOX_PRESENCE_ADDRESS": "",
+            "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": older.address}, tmp_path)  # (link on)
+        procs.append(gateway)
+        names = ["up-ann", "up-bob", "up-cy"]
+        toks = await tokens(gateway, *names)
+        async with grpc.aio.insecure_channel(gateway.address) as ch:
+            stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
+            calls = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks[n]))
+                     for n in names]
+            try:
+                got = [await until_assigned(call) for call in calls]
+            finally:
+                for call in calls:
+                    call.cancel()
+        assert sorted(got[0].player_ids) == names and len({g.table_id for g in got}) == 1
+        assert started(older, "Enqueue") == 3  # a call per app
+        assert any("serves no agorà link" in str(r.get("msg", "")) for r in gateway.logs())
+    finally:
+        check_all_clean(reversed(procs))
