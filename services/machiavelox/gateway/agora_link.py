@@ -81,7 +81,7 @@ class _Link:
                     continue
                 batch, self.calls = self.calls[:MAX_CALLS], self.calls[MAX_CALLS:]
                 await self.call.write(matchmaking_pb2.RelayRequest(calls=batch))
-        except (grpc.RpcError, asyncio.InvalidStateError) as err:
+        except Exception as err:  # (AioRpcError, UsageError, InvalidStateError: the call is over)
             self._break(_broke(f"the agorà link broke ({err.__class__.__name__})"))
 
     async def _read(self) -> None:
@@ -98,6 +98,9 @@ class _Link:
                 ended = Ended(err.code(), UNSUPPORTED, "the replica serves no agorà link")
             else:
                 ended = _broke(f"the agorà link broke ({err.code().name})")
+        except Exception as err:  # never leave the streams waiting on a dead reader
+            log.exception("the agorà link's reader failed")
+            ended = _broke(f"the agorà link broke ({err.__class__.__name__})")
         self._break(ended)
 
     def _break(self, ended: Ended) -> None:
