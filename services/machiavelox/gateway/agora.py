@@ -157,14 +157,18 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
 
         async def opened(request: Any) -> AsyncGenerator[Any, None]:
             if link.usable():
+                relayed = False
                 try:
                     async for reply in link.enqueue(request, authorization, span):
+                        relayed = True
                         yield reply
                     return
                 except Ended as end:
-                    if end.reason != UNSUPPORTED:
-                        raise
-            # (the replica serves no link, and said so before any reply: a call, as before)
+                    if relayed or end.reason not in ("", UNSUPPORTED):
+                        raise  # (a refusal, or a break the re-attach follows by ticket id)
+            # The link failed before this stream had any reply: the replica serves no link
+            # (UNIMPLEMENTED; at times reported INTERNAL by gRPC when the server ends a stream
+            # before reading it), or the link broke at that moment: a call instead, as before.
             async for reply in _called(self.stub.Enqueue, request, forwarded):
                 yield reply
 

@@ -11,7 +11,8 @@ UNAVAILABLE with no reason, which the relay (agora.py) takes as "the replica wen
 follows each ticket again by its id, on the next link. An app that goes away cancels its
 stream: a `cancel` goes up, and the replica detaches its ticket. A replica that serves no link
 (older than it: UNIMPLEMENTED) ends the streams `link/unsupported`: the relay then makes a
-call per app, and tries the link again 30 s later (a rolling upgrade in either order).
+call per app, and tries the link again 30 s later (a rolling upgrade in either order); any
+stream whose link fails before its first reply is made a call too (agora.py).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ class _Link:
                 batch, self.calls = self.calls[:MAX_CALLS], self.calls[MAX_CALLS:]
                 await self.call.write(matchmaking_pb2.RelayRequest(calls=batch))
         except Exception as err:  # (AioRpcError, UsageError, InvalidStateError: the call is over)
+            # The reader sees the call's status and says why it ended (a replica without the
+            # link: UNIMPLEMENTED); only if it does not within a second is the link broken here.
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self.reader), 1.0)
             self._break(_broke(f"the agorà link broke ({err.__class__.__name__})"))
 
     async def _read(self) -> None:

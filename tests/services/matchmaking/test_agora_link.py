@@ -86,9 +86,10 @@ def handled(proc: Proc, method: str) -> dict[str, float]:
     return out
 
 
-async def test_three_apps_are_seated_over_one_link(cluster: dict[str, Proc]) -> None:
-    gateway = cluster["gateway"]
-    names = ["lk-ann", "lk-bob", "lk-cy"]
+async def queue_together(gateway: Proc, names: list[str]
+                         ) -> tuple[list[matchmaking_pb2.TicketUpdate],
+                                    list[matchmaking_pb2.Assignment]]:
+    """`names` queue at once through `gateway`: each one's first update, then its Assignment."""
     toks = await tokens(gateway, *names)
     async with grpc.aio.insecure_channel(gateway.address) as ch:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
@@ -96,10 +97,15 @@ async def test_three_apps_are_seated_over_one_link(cluster: dict[str, Proc]) -> 
                  for n in names]
         try:
             firsts = [await next_update(call) for call in calls]
-            got = [await until_assigned(call) for call in calls]
+            return firsts, [await until_assigned(call) for call in calls]
         finally:
             for call in calls:
                 call.cancel()
+
+
+async def test_three_apps_are_seated_over_one_link(cluster: dict[str, Proc]) -> None:
+    names = ["lk-ann", "lk-bob", "lk-cy"]
+    firsts, got = await queue_together(cluster["gateway"], names)
     assert all(f.WhichOneof("kind") == "waiting" and f.ticket_id for f in firsts), firsts
     assert len({f.ticket_id for f in firsts}) == 3
     assert len({g.table_id for g in got}) == 1
@@ -170,10 +176,9 @@ async def test_the_gateway_does_not_serve_the_link_to_apps(cluster: dict[str, Pr
 async def test_a_replica_without_the_link_gets_a_call_per_app(
         cluster: dict[str, Proc], tmp_path: Path) -> None:
     """A rolling upgrade, gateways first: their replica serves no link (an older one; here
-    MACHIAVELOX_MATCHMAKING_AGORA_LINK=false). The link is answered UNIMPLEMENTED before any
-    reply, so the gateway makes a call per app instead: the apps are seated as before, each
-    Enqueue a call of its own. Fails without the fallback (the apps refused
-    `agora/unavailable`)."""
+    MACHIAVELOX_MATCHMAKING_AGORA_LINK=false). The link fails before any reply, so the gateway
+    makes a call per app instead: the apps are seated as before, each Enqueue a call of its
+    own. Fails without the fallback (the apps refused `agora/unavailable`)."""
     shards = f"shard-0={cluster['shard'].address}"
     procs: list[Proc] = []
     try:
@@ -189,18 +194,12 @@ async def test_a_replica_without_the_link_gets_a_call_per_app(
             "MACHIAVELOX_GATEWAY_MATCHMAKING_ADDRESS": older.address}, tmp_path)  # (link on)
         procs.append(gateway)
         names = ["up-ann", "up-bob", "up-cy"]
-        toks = await tokens(gateway, *names)
-        async with grpc.aio.insecure_channel(gateway.address) as ch:
-            stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
-            calls = [stub.Enqueue(matchmaking_pb2.EnqueueRequest(), metadata=bearer(toks[n]))
-                     for n in names]
-            try:
-                got = [await until_assigned(call) for call in calls]
-            finally:
-                for call in calls:
-                    call.cancel()
+        _, got = await queue_together(gateway, names)
         assert sorted(got[0].player_ids) == names and len({g.table_id for g in got}) == 1
         assert started(older, "Enqueue") == 3  # a call per app
-        assert any("serves no agorà link" in str(r.get("msg", "")) for r in gateway.logs())
+        # (UNIMPLEMENTED, or INTERNAL at times: gRPC's report of a stream the server ended
+        # before reading it; either way each stream without a reply became a call)
+        assert any("serves no agorà link" in str(r.get("msg", "")) or "link broke (INTERNAL)"
+                   in str(r.get("msg", "")) for r in gateway.logs())
     finally:
         check_all_clean(reversed(procs))
