@@ -133,9 +133,12 @@ async def by_stream(channel: grpc.aio.Channel, method: str, players: int) -> Non
         await call.done_writing()
 
     sender = asyncio.create_task(send())
-    async for _ in call:
-        pass
+    got = 0  # bytes answered: each player's Waiting and Assignment, with its id (once a write)
+    async for reply in call:
+        got += len(reply)
     await sender
+    ids = 2 if method == "Shared" else 1
+    assert got == players * (len(WAITING) + len(ASSIGNMENT) + 8 * ids), (method, got)
 
 
 async def measure(port: int, pid: int, shape: str, players: int) -> float:
