@@ -29,7 +29,7 @@ from typing import Any
 import grpc
 
 from machiavelox._gen.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from machiavelox.identity.tokens import TokenVerifier, authenticate
+from machiavelox.identity.tokens import TokenVerifier, authenticate, bearer
 from machiavelox.platform.errors import REASON_KEY, ServiceError, unavailable
 from machiavelox.platform.telemetry import inject_metadata, traceparent
 from machiavelox.platform.tls import Connect
@@ -151,8 +151,7 @@ class AgoraRelay(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                                             request, _ticket_again):
                 yield reply
             return
-        authorization = next((str(v) for k, v in context.invocation_metadata() or ()
-                              if k == "authorization"), "")
+        authorization = f"Bearer {bearer(context.invocation_metadata())}"  # (checked above)
         span = traceparent()
 
         async def opened(request: Any) -> AsyncGenerator[Any, None]:

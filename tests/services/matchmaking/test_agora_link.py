@@ -63,11 +63,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc
         check_all_clean(reversed(list(procs.values())))
 
 
-def started(proc: Proc, method: str) -> float:
-    """matchmaking's count of calls of `method` started (its /metrics)."""
+def metrics(proc: Proc) -> str:
     port = proc.env["MACHIAVELOX_METRICS_PORT"]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
+        return str(reply.read().decode())
+
+
+def started(proc: Proc, method: str) -> float:
+    """matchmaking's count of calls of `method` started (its /metrics)."""
+    text = metrics(proc)
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("grpc_server_started_total{")
                and f'grpc_method="{method}"' in line)
@@ -75,9 +79,7 @@ def started(proc: Proc, method: str) -> float:
 
 def handled(proc: Proc, method: str) -> dict[str, float]:
     """matchmaking's count of calls of `method` ended, by status (its /metrics)."""
-    port = proc.env["MACHIAVELOX_METRICS_PORT"]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
+    text = metrics(proc)
     out: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("grpc_server_handled_total{") and f'grpc_method="{method}"' in line:
