@@ -4,8 +4,9 @@
 shard, for the connection's tests. `cluster`: everything `machiavelox up` starts (matchmaking,
 presence, scoring, two shards, the gateway, the bot host), with the rules clock 40 times
 faster, shared by the tests of a module (each test uses its own player names: a player is in
-one place at a time). A module may set TIME_SCALE and BOT_INTERVAL_S (between the actions of
-its practice tables' basic bots, which the bot host runs).
+one place at a time). A module may set TIME_SCALE, BOT_INTERVAL_S (between the actions of
+its practice tables' basic bots, which the bot host runs) and DEAL_SEED (every table's first
+deal is that seeded one: a smazzata of a known length, which keeps CI's time steady).
 """
 
 from __future__ import annotations
@@ -44,11 +45,15 @@ def table_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc]]:
-    """A module may set its own TIME_SCALE and BOT_INTERVAL_S."""
+    """A module may set its own TIME_SCALE, BOT_INTERVAL_S and DEAL_SEED."""
     tmp = tmp_path_factory.mktemp("cluster")
     scale = float(getattr(request.module, "TIME_SCALE", TIME_SCALE))
     interval = float(getattr(request.module, "BOT_INTERVAL_S", BOT_INTERVAL_S))
-    procs = launch(0, tmp, tmp, time_scale=scale, bot_interval_s=interval)
+    seed = getattr(request.module, "DEAL_SEED", None)
+    with pytest.MonkeyPatch.context() as env:
+        if seed is not None:  # the shards inherit it
+            env.setenv("MACHIAVELOX_TABLE_DEAL_SEED", str(int(seed)))
+        procs = launch(0, tmp, tmp, time_scale=scale, bot_interval_s=interval)
     yield procs
     assert stop_all(procs) == [], "every service stops cleanly on SIGTERM"
     for proc in procs.values():

@@ -27,6 +27,11 @@ from tests.client.person import Person, on, table_screen, until
 pytestmark = pytest.mark.timeout(240)
 STEP_S = 20.0
 BOT_INTERVAL_S = 0.25  # the practice tables' basic bots (read by conftest's `cluster`)
+# Every table's first deal (read by conftest's `cluster`): the flows below do not depend on the
+# cards, but a smazzata's length does: from random deals the two whole-smazzata tests took 20 to
+# 110 s each (CI's time swung by 3 minutes); with this deal, 19 to 25 s in 5 runs (seeds 1 to
+# 12 tried: 8 is the shortest; the asserted steps, a draw and the result among them, all happen).
+DEAL_SEED = 8
 
 
 async def test_a_persons_smazzata_against_two_bots_to_its_end(
