@@ -179,32 +179,44 @@ class Board:
         """Did `op` work on meld `meld_id` as it is now on this board? See `melds_touched`."""
         return meld_id in self.melds_touched((op,))
 
-    def melds_touched(self, ops: Iterable[Op]) -> set[int]:
+    def melds_touched(self, ops: Iterable[Op],
+                      reach: dict[int, frozenset[int]] | None = None) -> set[int]:
         """The current melds that `ops` worked on: a meld they touched or one split from it,
-        a meld their touched ids live on as (halves joined again), a meld holding their cards."""
-        ids: set[int] = set()
+        a meld their touched ids live on as (halves joined again), a meld holding their cards.
+
+        `reach`: a cache of `reached` by id, for many calls on this board while it does not
+        change (a judgement asks for every live op)."""
         out: set[int] = set()
         where = self.where
         for op in ops:
-            ids.update(op.touched)
             for c in op.cards:
                 mid = where.get(c)
                 if mid is not None:
                     out.add(mid)
-        roots = set(ids)
-        for x in ids:
-            r = self.resolve(x)
-            roots.add(r)
-            if r in self.melds:
-                out.add(r)
-        stack = [x for x in roots if x in self.halves]
+            for x in op.touched:
+                got = None if reach is None else reach.get(x)
+                if got is None:
+                    got = self.reached(x)
+                    if reach is not None:
+                        reach[x] = got
+                out |= got
+        return out
+
+    def reached(self, meld_id: int) -> frozenset[int]:
+        """The current melds an op that touched `meld_id` worked on: the meld it lives on as,
+        and the halves split off either of them, and theirs."""
+        r = self.resolve(meld_id)
+        out: set[int] = set()
+        if r in self.melds:
+            out.add(r)
+        stack = [x for x in {meld_id, r} if x in self.halves]
         while stack:  # halves split off a touched meld, and theirs
             for half in self.halves[stack.pop()]:
                 if half in self.melds:
                     out.add(half)
                 if half in self.halves:
                     stack.append(half)
-        return out
+        return frozenset(out)
 
     def cut(self, ids: Iterable[int]) -> Board:
         """A board holding only the melds `ids` of this one (see the module doc), sharing its

@@ -71,7 +71,9 @@ def judge(table: TableState, cal: Calata, board: Board | None = None,
     own = [op for op in live if op.calata == cal.id]
     if not own:
         return EMPTY
-    current = board.melds_touched(own)
+    reach: dict[int, frozenset[int]] = {}  # Board.melds_touched, by id, on this board
+    roots: dict[int, int] = {}
+    current = board.melds_touched(own, reach)
     gone_by_op = {op.seq: _gone(board, op) for op in own}
     gone = set().union(*gone_by_op.values())
     foreign = [op for op in live if op.calata != cal.id
@@ -82,9 +84,9 @@ def judge(table: TableState, cal: Calata, board: Board | None = None,
     by_meld: dict[int, list[Op]] = {}
     by_root: dict[int, list[Op]] = {}
     for f in foreign:
-        for x in board.melds_touched((f,)):
+        for x in board.melds_touched((f,), reach):
             by_meld.setdefault(x, []).append(f)
-        for r in {_root(board, x) for x in f.touched}:
+        for r in {_root(board, x, roots) for x in f.touched}:
             by_root.setdefault(r, []).append(f)
     irregular: set[int] = set()
     needs_by_meld: dict[int, frozenset[int]] = {}
@@ -95,7 +97,7 @@ def judge(table: TableState, cal: Calata, board: Board | None = None,
     # falls, and is then without the cards taken from it: M5.4.4, M5.5.2).
     for mid in (*current, *gone):
         cards = board.melds.get(mid)  # None: gone
-        root = _root(board, mid)
+        root = _root(board, mid, roots)
         related = list({f.seq: f for f in (*by_meld.get(mid, ()), *by_root.get(root, ()))
                         }.values())
         if related:
@@ -112,7 +114,7 @@ def judge(table: TableState, cal: Calata, board: Board | None = None,
     fail: set[int] = set()
     needs: dict[int, frozenset[int]] = {}
     for op in own:
-        hit = (board.melds_touched((op,)) & current) | gone_by_op[op.seq]
+        hit = (board.melds_touched((op,), reach) & current) | gone_by_op[op.seq]
         if hit & irregular:
             fail.add(op.seq)
         op_needs = frozenset().union(*(needs_by_meld.get(m, frozenset()) for m in hit))
@@ -295,7 +297,7 @@ class _Context:
                 continue
             if self.regular_without(left_out | unit, m.id, m.cards) is Verdict.REGULAR:
                 left_out |= unit
-        return len(m.free - closure(self.rev, left_out))
+        return len(m.free - self.left_out_with(left_out))
 
     def _end_judge(self, root: int, m: _Meld) -> Callable[[Board, frozenset[int]], bool]:
         def regular(board: Board, own_ids: frozenset[int]) -> bool:
@@ -308,6 +310,14 @@ class _Context:
         if got is None:
             got = self._leaves[seq] = closure(self.rev, (seq,))
         return got
+
+    def left_out_with(self, excluded: Iterable[int]) -> frozenset[int]:
+        """The ops left out with those of `excluded` (`deps.closure`, the union of each one's
+        `leaves`: what depends on a set is what depends on any of its ops)."""
+        out: set[int] = set()
+        for x in excluded:
+            out |= self.leaves(x)
+        return frozenset(out)
 
     def signature(self, m: _Meld) -> object:
         """Everything the search of meld `m` depends on: its cards on the table (and who last
@@ -382,7 +392,7 @@ class _Context:
         `excluded` never happened (and so neither did the ops that needed them: "what happens
         to the meld if that card disappears", M5.5.2)? CANNOT_STAND if an own op could not
         stand without them."""
-        closed = frozenset(closure(self.rev, excluded))
+        closed = self.left_out_with(excluded)
         if closed & self.own_seqs:
             return Verdict.CANNOT_STAND
         root = self.root(mid)
@@ -411,9 +421,14 @@ def _memo(base: Board) -> dict[object, object]:
     return base.memo
 
 
-def _root(board: Board, meld_id: int) -> int:
+def _root(board: Board, meld_id: int, cache: dict[int, int] | None = None) -> int:
     """The meld that `meld_id` was split from, at the start of its lineage (itself if none)."""
-    return board.lineage(meld_id)[-1]
+    got = None if cache is None else cache.get(meld_id)
+    if got is None:
+        got = board.lineage(meld_id)[-1]
+        if cache is not None:
+            cache[meld_id] = got
+    return got
 
 
 def _gone(board: Board, op: Op) -> set[int]:

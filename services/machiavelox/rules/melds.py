@@ -12,6 +12,7 @@ whole suit). It never stays on the table as it is: over 10 cards it is split (`s
 from __future__ import annotations
 
 import enum
+import functools
 from collections import Counter
 from collections.abc import Collection, Sequence
 
@@ -157,10 +158,19 @@ def split_on_removal(cards: Sequence[Card], removed: Card) -> tuple[list[Card], 
     """Decision (interior removal): taking a card out of the interior of a regular run leaves
     two melds, the cards on each side of the gap. Returns (low side, high side), or None when
     the card is at an end, or the meld is not a regular run (then the card just leaves it)."""
+    cut = _removal_cut(tuple(cards), removed)
+    return None if cut is None else (list(cut[0]), list(cut[1]))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _removal_cut(cards: tuple[Card, ...], removed: Card
+                 ) -> tuple[tuple[Card, ...], tuple[Card, ...]] | None:
+    """`split_on_removal`, remembered: a pure function of the meld and the card, and the
+    judgement's replays (trial.py) take the same card out of the same meld many times."""
     if classify(cards) is not MeldKind.RUN:
         return None
     ordered = run_order(cards)
     i = ordered.index(removed)
     if i == 0 or i == len(ordered) - 1:
         return None
-    return ordered[:i], ordered[i + 1:]
+    return tuple(ordered[:i]), tuple(ordered[i + 1:])

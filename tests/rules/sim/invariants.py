@@ -271,8 +271,20 @@ def check_timer_cache(table: Table) -> None:
     assert timers.next_deadline(table) == (min(t.at_ms for t in fresh) if fresh else None)
 
 
+def check_touched_cache(table: Table) -> None:
+    """Board.melds_touched with a cache of ids (judge.py shares one over a judgement's calls)
+    gives, for every live op, what it gives afresh: the cache changes no answer."""
+    reach: dict[int, frozenset[int]] = {}
+    ops = table.live_ops()
+    for op in ops:
+        assert table.board.melds_touched((op,), reach) == table.board.melds_touched((op,)), \
+            f"cached melds_touched differs for op {op.seq}"
+    assert table.board.melds_touched(ops, reach) == table.board.melds_touched(ops)
+
+
 def check_all(table: Table, *, replay_log: bool = True) -> None:
     check_timer_cache(table)
+    check_touched_cache(table)
     check_cards_in_one_place(table)
     check_untouched_melds_regular(table)
     check_live_board_is_replay(table)
