@@ -5,14 +5,14 @@ a script that prints figures, not a test).
         [--play-s 5] [--rounds 1]
 
 Per journal store (`--journal`: sqlite, the embedded default, and/or postgres, the deployed
-store: a fresh schema on the machine's server, dropped at the end; cluster_bench.Journals) and
+store: a fresh schema on the machine's server, dropped at the end; journals.py) and
 per table count (`--tables`, a comma list: 500 by default), in each of `--rounds` rounds, on a
 real `machiavelox table` process with mutual TLS as deployed:
 
 1. The shard starts on an empty journal: the time from spawning it to its gRPC health service
    answering SERVING (the floor: interpreter, imports, an empty recovery, the server).
 2. N tables are created (CreateTable, as matchmaking does) and played through ONE Connect stream
-   as a gateway does (cluster_bench's `ShardLoad`): the three seats subscribe and draw a card
+   as a gateway does (loadgens.py's `ShardLoad`): the three seats subscribe and draw a card
    each, then every seat acts about once a second (Declare and Undeclare of its card in turn)
    for `--play-s` seconds; then the bench waits for every action's answer (an answered action
    is journaled: the shard answers only what is stored).
@@ -45,7 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 import psycopg  # noqa: E402
 from bench_common import SHARD, services_env  # noqa: E402
-from cluster_bench import JOURNAL, Journals  # noqa: E402
+from journals import JOURNAL, Journals  # noqa: E402
 from loadgens import ShardLoad  # noqa: E402
 
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc  # noqa: E402

@@ -5,8 +5,8 @@ memory; a script that prints figures, not a test).
         [--tables 300] [--life-s 15] [--grace-s 5] [--every-s 30] [--probe [--unfrozen]]
 
 One real `machiavelox table` process (mutual TLS, its journal in `--journal`:
-cluster_bench.Journals), MACHIAVELOX_TABLE_RESUME_GRACE_S = `--grace-s`, fed through ONE
-Connect stream as a gateway feeds it (cluster_bench's `ShardLoad`): `--tables` tables in play
+journals.py), MACHIAVELOX_TABLE_RESUME_GRACE_S = `--grace-s`, fed through ONE
+Connect stream as a gateway feeds it (loadgens.py's `ShardLoad`): `--tables` tables in play
 at any time, each created (CreateTable, as matchmaking does), its three seats subscribed and
 drawing a card each, then acting about once a second (Declare and Undeclare in turn) for about
 `--life-s` seconds (the first ones staggered), after which two of its players abandon (M11:
@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_common import SHARD, now_ns, pct, services_env  # noqa: E402
 from bench_procs import CLK_TCK, cpu_ticks  # noqa: E402
-from cluster_bench import Journals  # noqa: E402
+from journals import Journals  # noqa: E402
 from loadgens import Actor, ShardLoad, _item  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 

@@ -7,7 +7,7 @@ In interleaved rounds (so the machine's background load touches both alike), a f
 gateway per measurement, with the gateway-shard stream in mutual TLS (each service with its
 role's certificate of a throwaway CA, as `machiavelox up` runs) or in plaintext, while load
 generators play N tables through the gateway (three Play streams per table, each player acting
-about once a second; cluster_bench.py's LoadGen; the apps' own connections to the gateway are
+about once a second; loadgens.py's LoadGen; the apps' own connections to the gateway are
 plaintext in both). Printed per configuration: actions/s achieved, p50/p99 of the round trip
 (action sent -> ack and first event back), and the CPU per action of the gateway, of the shard
 and of both (microseconds of CPU time per action: a process saturates at 1 / that).
@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
-import cluster_bench as cb  # noqa: E402
+import capacity as cb  # noqa: E402
 from bench_common import OPTIONS  # noqa: E402
 
 CONFIGS = ("off", "mtls")

@@ -10,7 +10,7 @@ fresh shard and gateway per measurement with
 - default:  OTLP to the receiver, the default sampler (parentbased_traceidratio, 0.01);
 - full:     OTLP to the receiver, every action sampled (parentbased_always_on);
 while load generators play N tables through the gateway (three Play streams per table, each
-player acting about once a second; cluster_bench.py's LoadGen). Printed per configuration: the
+player acting about once a second; loadgens.py's LoadGen). Printed per configuration: the
 actions/s achieved, p50/p99 of the round trip (action sent -> ack and first event back), and the
 CPU per action of the gateway and the shard. The throughput a configuration costs is its CPU per
 action (gateway + shard) against "off": a process saturates at 1 / (CPU per action), so 5% more
@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
-import cluster_bench as cb  # noqa: E402
+import capacity as cb  # noqa: E402
 
 from tests.support.otlp_receiver import Receiver  # noqa: E402
 
