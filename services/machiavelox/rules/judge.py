@@ -279,25 +279,7 @@ class _Context:
         judged = [trial.Judged(m.id, {c: self.last_op.get(c) for c in m.cards or ()},
                                self._end_judge(root, m)) for m in group]
         return trial.Search(steps, self.base.cut(self.base_melds(root)), free, stands_on,
-                            self.own_seqs, judged).run(lambda bit: self.some_work(group[bit]))
-
-    def some_work(self, m: _Meld) -> int | None:
-        """The size of some trial work of `m.free` that makes meld `m` regular (None if none
-        found): all of it, then leaving out each unit of it (an op and what stands on it) that
-        the meld does without, the largest units first. Not the least work (keeping more may
-        make a meld irregular, so leaving out is not monotone), only a bound on its size that
-        lets the search (trial.py) leave out every branch keeping more."""
-        if self.regular_without(set(), m.id, m.cards) is not Verdict.REGULAR:
-            return None
-        units = sorted({frozenset(self.leaves(u) & m.free) for u in m.free},
-                       key=lambda unit: (-len(unit), sorted(unit)))
-        left_out: set[int] = set()
-        for unit in units:
-            if unit <= left_out:
-                continue
-            if self.regular_without(left_out | unit, m.id, m.cards) is Verdict.REGULAR:
-                left_out |= unit
-        return len(m.free - self.left_out_with(left_out))
+                            self.own_seqs, judged).run()
 
     def _end_judge(self, root: int, m: _Meld) -> Callable[[Board, frozenset[int]], bool]:
         def regular(board: Board, own_ids: frozenset[int]) -> bool:

@@ -21,9 +21,11 @@ of two copies that could fill a gap, the branches are the same table but for one
 first to arrive wins the merge. When nothing on the lineage can ever split, strays are left out
 before the replay starts (`Search._hopeless`). What is left at the end is judged exactly as the
 judgement does (`judge.py`), so the answer is the one a search of every subset would give
-(tests/rules/sim/oracle.py), without searching them. Small answers are looked for first (branches
-with at most 2 trial ops), then, for the melds still without one, with no limit. Nothing is
-capped: the work is linear in the ops on the lineage times the branches alive, and branches
+(tests/rules/sim/oracle.py), without searching them. Small answers are looked for first: the
+branches keeping at most 2 trial ops, then the choices put aside for keeping more, the fewest
+first, each taken up where it was put aside (`Search.run`), until every meld has its answer or
+nothing is left: each branch is replayed once, and none keeping more than the answer. Nothing
+is capped: the work is linear in the ops on the lineage times the branches alive, and branches
 alive are tables the cards can still make regular.
 """
 
@@ -179,6 +181,30 @@ class _Branch:
     out: frozenset[int] | None = None  # the trial ops left out among `decided` (`_later`)
 
 
+@dataclass(frozen=True)
+class _Aside:
+    """A choice put aside for keeping more trial ops than the replay's limit (`Search.run`):
+    made at step `step` by `branch` (as it was before that step)."""
+
+    step: int
+    branch: _Branch
+    decided: dict[int, bool]
+    kept: Work
+
+
+class _Replays:
+    """What the replays of one search share (`Search.run`): the first branch until it is
+    replayed, the choices put aside, and, after each deciding step, the tables reached there
+    (`Search._key` without the judged melds) with the judged melds a branch reaching them
+    could still make regular (bits)."""
+
+    def __init__(self, at: int, first: _Branch) -> None:
+        self.first: _Branch | None = first
+        self.first_at = at
+        self.aside: list[_Aside] = []
+        self.seen: dict[int, dict[object, int]] = {}
+
+
 class Search:
     """The least trial work that makes each of some melds of one lineage regular (see the
     module doc); one replay serves them all (their own pieces are judged for every one).
@@ -236,10 +262,6 @@ class Search:
                 brought = _bring(brought, st.op.cards)
                 ids.update(start.lineage(st.op.dst))
         self.later_cache: dict[tuple[int, frozenset[int]], tuple[frozenset[int], int]] = {}
-        self.free_cache: dict[tuple[int, tuple[tuple[int, bool], ...]],
-                              tuple[frozenset[int], int]] = {}
-        self.limit = len(free)
-        self.cut = False
         self.prefix: tuple[_Branch | None, int] | None = None
         self.hopeless = self._hopeless()
         # step i decides a trial op no earlier step stood on (every branch has decided those)
@@ -280,90 +302,110 @@ class Search:
                     break
         return out
 
-    def run(self, known: Callable[[int], int | None] | None = None) -> list[Work | None]:
-        """Per judged meld, the least work, or None. Small answers are looked for first: a
-        replay that keeps only branches with at most `limit` trial ops answers exactly every
-        meld it finds an answer for (an answer is smallest first, `order_key`), and also those
-        it finds none for if no branch had to be dropped for the limit; the others are looked
-        for again with a limit that cannot miss their answer: the size of some work known to
-        make each of them regular (`known`, by the meld's index: None if none is known), or no
-        limit at all."""
+    def run(self) -> list[Work | None]:
+        """Per judged meld, the least work, or None. The replay goes with a limit on the trial
+        ops a branch keeps, 2 at first: a choice that would keep more is put aside where it
+        was made (`_Aside`), not dropped. When the replay ends, the melds still without an
+        answer are looked for again, by taking up the put-aside choices that keep the fewest
+        ops (the limit becomes their size), each from the step where it was put aside; and so
+        on, while any is left. So every branch is replayed once, and in order of the size of
+        the work it keeps: the first answer found for a meld is its least (an answer is the
+        smallest work first, `order_key`, and within one replay the merge keeps the first).
+        A branch taken up again that reaches, at a deciding step, a table that a branch
+        keeping less reached there in an earlier replay, with no judged meld that one could
+        not still make regular, is dropped (`_Replays.seen`): the same table and choices
+        ahead, so whatever it can find, the other finds with less work."""
         best: list[Work | None] = [None] * len(self.melds)
+        start, at = self._prefix()
+        if start is None:
+            return best
+        first = _Branch(start.board, frozenset(), dict(self.hopeless), start.own_ids, self.all)
+        first.alive = self._alive(first, at)
+        if not first.alive:
+            return best
+        replays = _Replays(at, first)
         wanted = self.all
         limit = 2
-        while wanted:
-            found, cut = self._run(limit, wanted)
-            for bit, work in enumerate(found):
+        while True:
+            for bit, work in enumerate(self._run(limit, wanted, replays)):
                 if work is not None:
                     best[bit] = work
                     wanted &= ~(1 << bit)
-            if not cut or limit >= len(self.free):
-                break
-            limit = max(limit + 1, self._bound(wanted, known))
-        return best
+            if not wanted or not replays.aside:
+                return best
+            limit = min(len(choice.kept) for choice in replays.aside)
 
-    def _bound(self, wanted: int, known: Callable[[int], int | None] | None) -> int:
-        """A limit under which every meld of `wanted` (bits) has its least work: the largest
-        size of work known to make one of them regular (the least is no larger), or all."""
-        most = 0
-        for bit in range(len(self.melds)):
-            if wanted >> bit & 1:
-                size = None if known is None else known(bit)
-                if size is None:
-                    return len(self.free)
-                most = max(most, size)
-        return min(most, len(self.free))
-
-    def _run(self, limit: int, wanted: int) -> tuple[list[Work | None], bool]:
-        """One replay along every branch with at most `limit` trial ops kept, for the judged
-        melds `wanted` (bits): the least work found for each, and whether a branch was
-        dropped for the limit."""
-        self.limit = limit
-        self.cut = False
-        start, at = self._prefix()
+    def _run(self, limit: int, wanted: int, replays: _Replays) -> list[Work | None]:
+        """One replay of the branches that keep at most `limit` trial ops, for the judged
+        melds `wanted` (bits): the first branch (on the first replay), then the choices put
+        aside that fit the limit, each joining at the step it was put aside at; the least
+        work found for each meld."""
+        resumed: dict[int, list[_Aside]] = {}
+        kept_aside: list[_Aside] = []
+        for choice in replays.aside:
+            if len(choice.kept) <= limit:
+                resumed.setdefault(choice.step, []).append(choice)
+            else:
+                kept_aside.append(choice)
+        replays.aside = kept_aside
         branches: list[_Branch] = []
-        if start is not None:
-            first = _Branch(start.board, frozenset(), dict(self.hopeless), start.own_ids,
-                            wanted)
-            first.alive = self._alive(first, at)
-            if first.alive:
-                branches.append(first)
-        for i in range(at, len(self.steps)):
-            if not branches:
-                break
+        begin = min(resumed, default=len(self.steps))
+        if replays.first is not None:
+            begin = min(begin, replays.first_at)
+        for i in range(begin, len(self.steps)):
+            if replays.first is not None and i == replays.first_at:
+                branches.append(replays.first)
+                replays.first = None
+            taken = resumed.pop(i, ())
+            if not branches and not taken:
+                if not resumed:
+                    break
+                continue
             st = self.steps[i]
             # a step that decides nothing new (its trial ops were decided at earlier steps in
             # every branch) makes no new branch: no choices, no merging, pruning waits
             merge = self.decides[i]
-            grown: dict[object, _Branch] = {}
-            plain: list[_Branch] = []
-            for br in branches:
-                for decided, kept in (self._choices(br, st.op.seq) if merge
-                                      else ((br.decided, br.kept),)):
-                    if len(kept) > limit:
-                        self.cut = True
+            if not merge:
+                branches = [nb for br in branches
+                            if (nb := self._step(br, st, br.decided, br.kept, i + 1, False))
+                            is not None]
+                continue
+            seen = replays.seen.setdefault(i + 1, {})
+            grown: dict[tuple[object, int], _Branch] = {}
+            ways = [(br, decided, kept) for br in branches
+                    for decided, kept in self._choices(br, st.op.seq)]
+            ways += [(choice.branch, choice.decided, choice.kept) for choice in taken]
+            for br, decided, kept in ways:
+                if len(kept) > limit:
+                    replays.aside.append(_Aside(i, br, decided, kept))
+                    continue
+                if br.alive & ~wanted:  # melds answered since it was put aside
+                    br = _Branch(br.board, br.kept, br.decided, br.own_ids, br.alive & wanted,
+                                 br.out)
+                    if not br.alive:
                         continue
-                    nb = self._step(br, st, decided, kept, i + 1, merge)
-                    if nb is None:
-                        continue
-                    if not merge:  # nothing decided here: branches stay as distinct as they were
-                        plain.append(nb)
-                        continue
-                    key = self._key(nb, i + 1)
-                    old = grown.get(key)
-                    if old is None or order_key(nb.kept) < order_key(old.kept):
-                        grown[key] = nb
-            branches = plain if not merge else list(grown.values())
+                nb = self._step(br, st, decided, kept, i + 1)
+                if nb is None:
+                    continue
+                table = self._key(nb, i + 1)
+                if nb.alive & ~seen.get(table, 0) == 0:
+                    continue  # reached keeping less in an earlier replay
+                old = grown.get((table, nb.alive))
+                if old is None or order_key(nb.kept) < order_key(old.kept):
+                    grown[(table, nb.alive)] = nb
+            for (table, alive) in grown:
+                seen[table] = seen.get(table, 0) | alive
+            branches = list(grown.values())
         best: list[Work | None] = [None] * len(self.melds)
         for br in branches:
             for bit, m in enumerate(self.melds):
-                if not br.alive >> bit & 1:
+                if not (br.alive & wanted) >> bit & 1:
                     continue
                 now = best[bit]
                 if (now is None or order_key(br.kept) < order_key(now)) and m.judge(
                         br.board, br.own_ids):
                     best[bit] = br.kept
-        return best, self.cut
+        return best
 
     def _prefix(self) -> tuple[_Branch | None, int]:
         """The steps before the first that stands on a trial op of `free` are the same in
@@ -455,17 +497,6 @@ class Search:
             got = self.later_cache[(i, out)] = self._gather(i, lambda j: j not in blocked)
         return got
 
-    def _later_free(self, br: _Branch, i: int) -> tuple[frozenset[int], int]:
-        """As `_later`, for the steps that apply if no other trial op is kept (those standing
-        only on trial ops kept already)."""
-        key = (i, tuple(sorted(br.decided.items())))
-        got = self.free_cache.get(key)
-        if got is None:
-            decided = br.decided
-            got = self.free_cache[key] = self._gather(i, lambda j: all(
-                decided.get(u) is True for u in self.stands_on[self.steps[j].op.seq]))
-        return got
-
     def _gather(self, i: int, applies: Callable[[int], bool]) -> tuple[frozenset[int], int]:
         moving: set[int] = set()
         brought = 0
@@ -500,33 +531,16 @@ class Search:
         the own ops touched it (their pieces are judged with every meld of the lineage), for
         a judged meld if one of them is its card (there as on the table) or if the piece is
         that meld under its own id. A piece that cannot become regular never splits (only a
-        regular run does), so it is judged as it stands: those melds cannot be regular.
-
-        With as many trial ops kept as the limit allows, only the steps that need no other
-        may still apply: a piece that could become regular only with another is over too
-        (for this limit)."""
+        regular run does), so it is judged as it stands: those melds cannot be regular."""
         alive = br.alive
         board = br.board
         moving, brought = self._later(br, i)
-        full = len(br.kept) >= self.limit
         for mid, cards in board.melds.items():
             stay = tuple(c for c in cards if c.index not in moving)
             if stay and not self._viable(stay, cards, brought):
                 hit = self._hit(br, mid, stay) & alive
                 if hit:
                     alive &= ~hit
-                    if not alive:
-                        return 0
-                    continue
-            if full:
-                moving0, brought0 = self._later_free(br, i)
-                stay0 = tuple(c for c in cards if c.index not in moving0)
-                if not stay0 or self._viable(stay0, cards, brought0):
-                    continue
-                hit = self._hit(br, mid, stay0) & alive
-                if hit:
-                    alive &= ~hit
-                    self.cut = True
                     if not alive:
                         return 0
         return alive
@@ -579,5 +593,4 @@ class Search:
         creators = board.creators
         resolving = tuple(sorted(x for x in ids if x in born or creators.get(x, -1) in applied))
         own = tuple(sorted(x for x in own_ids if x in board.melds or x in ids))
-        return (tuple(melds), resolving, tuple(last), own, tuple(sorted(br.decided.items())),
-                br.alive)
+        return (tuple(melds), resolving, tuple(last), own, tuple(sorted(br.decided.items())))
