@@ -179,6 +179,9 @@ class _Branch:
     own_ids: frozenset[int]  # melds of the lineage the own ops touched so far
     alive: int  # the judged melds (bits) this branch may still make regular
     out: frozenset[int] | None = None  # the trial ops left out among `decided` (`_later`)
+    # the board is this branch's alone (copied for it, shared with no other branch, no choice
+    # put aside): a step that decides nothing may change it in place
+    owned: bool = False
 
 
 @dataclass(frozen=True)
@@ -463,22 +466,26 @@ class Search:
         op = st.op
         board = br.board
         own_ids = br.own_ids
+        # at a deciding step the choices share `br`'s board (and a choice put aside keeps it)
+        owned = br.owned and not check
         if all(decided[u] for u in self.stands_on[op.seq]):
             if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
                 if op.seq in self.own:
                     return None  # an own op that cannot stand: not a way
             else:
-                board = board.copy()
+                if not owned:
+                    board = board.copy()
+                    owned = True
                 ids = board.apply(op, st.take, st.put)
                 if op.seq in self.own:
                     own_ids = own_ids | frozenset(ids)
         if not check and after < len(self.steps):
             # nothing decided here: decisions, merging and pruning wait for the next step
             # that asks (they are the same tables either way, only dropped later)
-            return _Branch(board, kept, decided, own_ids, br.alive)
+            return _Branch(board, kept, decided, own_ids, br.alive, owned=owned)
         asks = self.asks[after]
         nb = _Branch(board, kept, {k: v for k, v in decided.items() if k in asks}, own_ids,
-                     br.alive)
+                     br.alive, owned=owned)
         nb.alive = self._alive(nb, after)
         return nb if nb.alive else None
 
