@@ -157,7 +157,8 @@ class _Context:
         self.boards: dict[tuple[int, frozenset[int]], tuple[Board, set[int]] | None] = {}
         self._own_anc: set[int] | None = None
         self._fwd: dict[int, list[int]] | None = None
-        self._leaves: dict[int, set[int]] = {}
+        self._leaves: dict[int, set[int]] = {}  # never changed once made: shared
+        self.bundles = {op.seq: op.bundle for op in live if op.bundle is not None}
         self._lineage_sig: dict[int, tuple[tuple[tuple[int, bool, bool], ...], frozenset[int],
                                            frozenset[int]]] = {}
         self._leave_cache: dict[tuple[int, int], tuple[frozenset[int], frozenset[int],
@@ -290,7 +291,14 @@ class _Context:
         """The ops left out with op `seq` (itself and all that stands on it)."""
         got = self._leaves.get(seq)
         if got is None:
-            got = self._leaves[seq] = closure(self.rev, (seq,))
+            got = closure(self.rev, (seq,))
+            bundle = self.bundles.get(seq)
+            if bundle is None:
+                self._leaves[seq] = got
+            else:  # M6.5 decision: a bundle's ops stand on each other (deps.dependents)
+                for x in got:
+                    if self.bundles.get(x) == bundle:
+                        self._leaves[x] = got
         return got
 
     def left_out_with(self, excluded: Iterable[int]) -> frozenset[int]:

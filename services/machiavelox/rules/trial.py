@@ -369,9 +369,12 @@ class Search:
             # every branch) makes no new branch: no choices, no merging, pruning waits
             merge = self.decides[i]
             if not merge:
-                branches = [nb for br in branches
-                            if (nb := self._step(br, st, br.decided, br.kept, i + 1, False))
-                            is not None]
+                if i + 1 < len(self.steps):
+                    branches = [br for br in branches if self._plain_step(br, st)]
+                else:
+                    branches = [nb for br in branches
+                                if (nb := self._step(br, st, br.decided, br.kept, i + 1))
+                                is not None]
                 continue
             seen = replays.seen.setdefault(i + 1, {})
             grown: dict[tuple[object, int], _Branch] = {}
@@ -488,6 +491,26 @@ class Search:
                      br.alive, owned=owned)
         nb.alive = self._alive(nb, after)
         return nb if nb.alive else None
+
+    def _plain_step(self, br: _Branch, st: Step) -> bool:
+        """`_step` at a step that decides nothing, before the last: the branch itself goes on
+        (no other branch or put-aside choice holds it: those are made at deciding steps, with
+        the branch as it was before one); False if it is over (an own op cannot stand)."""
+        op = st.op
+        decided = br.decided
+        for u in self.stands_on[op.seq]:
+            if not decided[u]:
+                return True  # it stands on work left out: it does not apply
+        board = br.board
+        if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
+            return op.seq not in self.own  # an own op that cannot stand: not a way
+        if not br.owned:
+            board = br.board = board.copy()
+            br.owned = True
+        ids = board.apply(op, st.take, st.put)
+        if op.seq in self.own:
+            br.own_ids = br.own_ids | frozenset(ids)
+        return True
 
     def _later(self, br: _Branch, i: int) -> tuple[frozenset[int], int]:
         """The cards (indices) that steps i.. of this branch can still move, and (interned)
