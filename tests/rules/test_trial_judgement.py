@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from machiavelox.rules import Attach, Cancel, Declare, Move, Place, card
-from machiavelox.rules.cards import ALL_CARDS
+from machiavelox.rules.board import Board
+from machiavelox.rules.cards import ALL_CARDS, Card
+from machiavelox.rules.melds import is_regular
 from machiavelox.rules.state import CalataStatus
-from machiavelox.rules.trial import order_key, viable
+from machiavelox.rules.trial import Judged, Search, _Branch, order_key, viable
 
 from .sim.invariants import check_all
 from .sim.oracle import oracle_judgement
@@ -161,3 +163,32 @@ def test_order_key_is_smallest_then_first_arrived() -> None:
     assert order_key({9}) < order_key({1, 2})
     assert order_key({1, 9}) < order_key({2, 3})
     assert order_key({1, 3}) < order_key({1, 4})
+
+
+def test_a_search_with_no_step_on_trial_work_judges_the_lineage_as_it_is() -> None:
+    """trial.Search when no step of the lineage stands on trial work (found by review: the
+    first branch was never judged, so every answer was None): the lineage as it stands
+    needs no work if it is regular, and has no answer if it is not."""
+    for faces, want in (("4C 5C 6C", [frozenset()]), ("4C 5C 7C", [None])):
+        board = Board()
+        board.new_meld(1, cards(faces))
+        judged = [Judged(1, dict.fromkeys(cards(faces)),
+                         lambda b, _ids: is_regular(b.melds[1]))]
+        assert Search([], board, [], {}, [], judged).run() == want, faces
+
+
+def test_the_merge_key_keeps_faces_apart_with_nine_judged_melds() -> None:
+    """trial.Search._key (found by review): a card's face and the judged melds it counts for
+    were packed with 8 bits for the melds, so with 9 judged melds a 5♠ counting for the ninth
+    made the same key as a 5♥ counting for none, and two different tables merged."""
+    five_s, five_h = card("5S"), card("5H")
+    judged = [Judged(100 + k, {five_s: None} if k == 8 else {}, lambda _b, _ids: True)
+              for k in range(9)]
+
+    def key_with(c: Card) -> object:
+        board = Board()
+        board.new_meld(100, [c])
+        search = Search([], board, [], {}, [], judged)
+        return search._key(_Branch(board, frozenset(), {}, frozenset(), search.all), 0)
+
+    assert key_with(five_s) != key_with(five_h)

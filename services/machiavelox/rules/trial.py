@@ -226,6 +226,7 @@ class Search:
         self.own = own
         self.melds = melds
         self.all = (1 << len(melds)) - 1
+        self.judged_bits = max(1, len(melds))  # `_key`: a face above the judged melds' bits
         # card index -> (bit of a judged meld, the op that last moved the card on the table)
         self.judged_by: dict[int, list[tuple[int, int | None]]] = {}
         for bit, m in enumerate(melds):
@@ -355,6 +356,9 @@ class Search:
         begin = min(resumed, default=len(self.steps))
         if replays.first is not None:
             begin = min(begin, replays.first_at)
+            if replays.first_at >= len(self.steps):  # no step stands on a trial op: as it is
+                branches.append(replays.first)
+                replays.first = None
         for i in range(begin, len(self.steps)):
             if replays.first is not None and i == replays.first_at:
                 branches.append(replays.first)
@@ -612,7 +616,7 @@ class Search:
                     judged = self._judged(board, c)
                     if judged:
                         reach = True
-                    sig.append(1000 + ((c.rank * 4 + c.suit) << 8) + judged)
+                    sig.append(1000 + ((c.rank * 4 + c.suit) << self.judged_bits) + judged)
             if reach:
                 sig.sort()
                 melds.append((mid, tuple(sig)))
