@@ -354,15 +354,10 @@ class Search:
         replays.aside = kept_aside
         branches: list[_Branch] = []
         begin = min(resumed, default=len(self.steps))
-        if replays.first is not None:
-            begin = min(begin, replays.first_at)
-            if replays.first_at >= len(self.steps):  # no step stands on a trial op: as it is
-                branches.append(replays.first)
-                replays.first = None
+        if replays.first is not None:  # the first replay (nothing put aside yet)
+            branches, begin = [replays.first], replays.first_at
+            replays.first = None
         for i in range(begin, len(self.steps)):
-            if replays.first is not None and i == replays.first_at:
-                branches.append(replays.first)
-                replays.first = None
             taken = resumed.pop(i, ())
             if not branches and not taken:
                 if not resumed:
@@ -468,28 +463,13 @@ class Search:
         return out
 
     def _step(self, br: _Branch, st: Step, decided: dict[int, bool], kept: Work,
-              after: int, check: bool = True) -> _Branch | None:
-        """The branch after step `st` with these decisions (None: it is over)."""
-        op = st.op
-        board = br.board
-        own_ids = br.own_ids
-        # at a deciding step the choices share `br`'s board (and a choice put aside keeps it)
-        owned = br.owned and not check
-        if all(decided[u] for u in self.stands_on[op.seq]):
-            if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
-                if op.seq in self.own:
-                    return None  # an own op that cannot stand: not a way
-            else:
-                if not owned:
-                    board = board.copy()
-                    owned = True
-                ids = board.apply(op, st.take, st.put)
-                if op.seq in self.own:
-                    own_ids = own_ids | frozenset(ids)
-        if not check and after < len(self.steps):
-            # nothing decided here: decisions, merging and pruning wait for the next step
-            # that asks (they are the same tables either way, only dropped later)
-            return _Branch(board, kept, decided, own_ids, br.alive, owned=owned)
+              after: int) -> _Branch | None:
+        """The branch after step `st` with these decisions, pruned (None: it is over). A new
+        branch: `br` may be shared (other choices made from it, a choice put aside)."""
+        made = self._apply(br.board, br.own_ids, st, decided, owned=False)
+        if made is None:
+            return None
+        board, own_ids, owned = made
         asks = self.asks[after]
         nb = _Branch(board, kept, {k: v for k, v in decided.items() if k in asks}, own_ids,
                      br.alive, owned=owned)
@@ -497,24 +477,34 @@ class Search:
         return nb if nb.alive else None
 
     def _plain_step(self, br: _Branch, st: Step) -> bool:
-        """`_step` at a step that decides nothing, before the last: the branch itself goes on
-        (no other branch or put-aside choice holds it: those are made at deciding steps, with
-        the branch as it was before one); False if it is over (an own op cannot stand)."""
+        """Step `st`, which decides nothing and is not the last, for branch `br` itself (no
+        other branch or put-aside choice holds it: those are made at deciding steps, with the
+        branch as it was before one); decisions, merging and pruning wait for the next step
+        that asks. False if it is over (an own op cannot stand)."""
+        made = self._apply(br.board, br.own_ids, st, br.decided, br.owned)
+        if made is None:
+            return False
+        br.board, br.own_ids, br.owned = made
+        return True
+
+    def _apply(self, board: Board, own_ids: frozenset[int], st: Step,
+               decided: dict[int, bool], owned: bool
+               ) -> tuple[Board, frozenset[int], bool] | None:
+        """A branch's board and own ids after step `st` (the board copied first unless
+        `owned`), and whether the board is owned then; None if an own op cannot stand. The op
+        does not apply if it stands on trial work left out."""
         op = st.op
-        decided = br.decided
         for u in self.stands_on[op.seq]:
             if not decided[u]:
-                return True  # it stands on work left out: it does not apply
-        board = br.board
+                return board, own_ids, owned
         if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
-            return op.seq not in self.own  # an own op that cannot stand: not a way
-        if not br.owned:
-            board = br.board = board.copy()
-            br.owned = True
+            return None if op.seq in self.own else (board, own_ids, owned)
+        if not owned:
+            board = board.copy()
         ids = board.apply(op, st.take, st.put)
         if op.seq in self.own:
-            br.own_ids = br.own_ids | frozenset(ids)
-        return True
+            own_ids = own_ids | frozenset(ids)
+        return board, own_ids, True
 
     def _later(self, br: _Branch, i: int) -> tuple[frozenset[int], int]:
         """The cards (indices) that steps i.. of this branch can still move, and (interned)
