@@ -25,14 +25,9 @@ from machiavelox.table.host import TableHost
 from machiavelox.table.journal_store import open_journal
 from machiavelox.table.recovery import recover
 from machiavelox.table.shard import Shard
-from tests.support.shard_items import action_item, subscribe_item
+from tests.support.shard_items import play_to_end
 
 PLAYERS = ["ann", "bob", "cy"]
-P1, P2, P3 = rules.Seat.P1, rules.Seat.P2, rules.Seat.P3
-MATCH: list[tuple[str, rules.Action]] = [
-    ("ann", rules.Draw(P1)), ("ann", rules.Conclude(P1)),  # (refused: no calata)
-    ("bob", rules.Stop(P2)), ("bob", rules.GiveUp(P2)),  # M9.6
-    ("cy", rules.Abandon(P3))]  # M11.6: ann survives, the match ends
 
 
 @pytest.fixture
@@ -43,18 +38,6 @@ def no_cycle_collector() -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-async def _play(shard: Shard, link: GatewayLink, table_id: str) -> None:
-    items = [subscribe_item(table_id, p) for p in PLAYERS]
-    items += [action_item(table_id, player, action, f"a{i}")
-              for i, (player, action) in enumerate(MATCH)]
-    for item in items:  # one frame each, as a gateway's stream handler takes them
-        link.hold()
-        later = shard.handle_frame(link, [item])
-        await shard.durable()
-        await link.flush()
-        shard.settle(later)
 
 
 @pytest.mark.usefixtures("no_cycle_collector")
@@ -80,7 +63,7 @@ async def test_ended_tables_leave_memory_and_are_freed(tmp_path: Path) -> None:
         hosts.append(weakref.ref(shard.create_table(table_id, PLAYERS,
                                                     rules.MatchKind.SINGLE, True)))
         await shard.durable()
-        await _play(shard, link, table_id)
+        await play_to_end(shard, link, table_id, PLAYERS)
     assert all(h() is not None and h().finished for h in hosts)  # type: ignore[union-attr]
     assert shard.sweep(0.0) == 0  # ended and reported: the resume grace starts
     assert shard.sweep(5.0) == 0 and len(shard.tables) == 20  # within it: kept
