@@ -13,6 +13,7 @@ import grpc
 from machiavelox._gen.v1 import table_pb2_grpc
 from machiavelox.platform.clock import Timeline
 from machiavelox.platform.entry import run_service
+from machiavelox.platform.gcsettings import large_generations
 from machiavelox.platform.observability import Observability, ObservabilitySettings
 from machiavelox.platform.server import Endpoint, Service, run_until_signalled
 from machiavelox.platform.telemetry import UNTRACED_PREFIXES
@@ -106,8 +107,7 @@ def tune_gc() -> None:
     the table into one). A transient cycle that is alive during a young collection (asyncio or
     gRPC bookkeeping) is kept until the process ends: the soak benchmark
     (tests/bench/soak_bench.py) shows what that costs over hours."""
-    gc.freeze()  # what start-up allocated is never collected
-    gc.set_threshold(50_000, 50, 100)
+    large_generations()
     gc.callbacks.append(_freeze_survivors)
 
 
