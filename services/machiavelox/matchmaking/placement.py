@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import grpc
 
 from machiavelox._gen.v1 import classic_pb2, table_pb2, table_pb2_grpc
+from machiavelox.platform.coalesce import Coalesced
 from machiavelox.platform.errors import REASON_KEY
 from machiavelox.platform.tls import Connect
 from machiavelox.rules import MatchKind
@@ -52,6 +53,10 @@ log = logging.getLogger(__name__)
 _REFUSED = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE,
             grpc.StatusCode.RESOURCE_EXHAUSTED)
 _KEPT = ("table/in-play", "table/ended")  # CancelTable's refusals: the table stays
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+MAX_CREATES = 256  # tables of one CreateTables call (table.proto: the shard's most)
+CREATE_WINDOW_S = 0.002  # while creations come this often, they go together
+SINGLY_S = 30.0  # a shard that serves no CreateTables is asked a call a table this long
 
 
 def _reason(err: grpc.aio.AioRpcError) -> str:
@@ -59,6 +64,27 @@ def _reason(err: grpc.aio.AioRpcError) -> str:
         if key == REASON_KEY:
             return value.decode() if isinstance(value, bytes) else str(value)
     return ""
+
+
+def _refused(err: grpc.aio.AioRpcError) -> Answer:
+    """What a failed CreateTable (or CreateTables) call means for its tables."""
+    reason = _reason(err)
+    why = f"{err.code().name} {reason or err.details()}"
+    if reason:
+        return Answer("refused" if err.code() in _REFUSED else "invalid", why)
+    return Answer("refused" if never_sent(err) else "unsure", why)
+
+
+def _outcome(outcome: table_pb2.CreateTableOutcome) -> Answer:
+    """A table's answer in a CreateTables reply: as its CreateTable call would mean it."""
+    if outcome.HasField("created"):
+        return Answer("created")
+    refused = outcome.refused
+    code = _CODES.get(refused.code, grpc.StatusCode.UNKNOWN)
+    why = f"{code.name} {refused.reason}"
+    if not refused.reason:  # (a refusal without a reason: nothing is sure)
+        return Answer("unsure", why)
+    return Answer("refused" if code in _REFUSED else "invalid", why)
 
 
 def never_sent(err: grpc.aio.AioRpcError) -> bool:
@@ -83,6 +109,10 @@ class ShardClient:
         self._stubs = {sid: table_pb2_grpc.TableAuthorityServiceStub(channel)
                        for sid, channel in self._channels.items()}
         self.timeout_s = timeout_s
+        self._creates = {sid: Coalesced(self._sender(sid), MAX_CREATES, CREATE_WINDOW_S,
+                                        lambda: RuntimeError("the creation was cancelled"))
+                         for sid in self._stubs}
+        self._singly_until: dict[str, float] = {}  # shards without CreateTables, until then
 
     async def _load(self, shard_id: str) -> Load | None:
         try:
@@ -104,8 +134,10 @@ class ShardClient:
         return {sid: load for sid, load in zip(ids, answers, strict=True) if load is not None}
 
     async def create(self, shard_id: str, table_id: str, placement: Placement) -> Answer:
-        stub = self._stubs.get(shard_id)
-        if stub is None:
+        """The table of `placement` created on `shard_id` as `table_id`: the creations asked
+        of one shard in the same moment go in one CreateTables call (`Coalesced`)."""
+        creates = self._creates.get(shard_id)
+        if creates is None:
             return Answer("refused", f"{shard_id} is not configured")
         request = table_pb2.CreateTableRequest(
             table_id=table_id, player_ids=list(placement.players),
@@ -114,15 +146,40 @@ class ShardClient:
         if placement.rules.classic:  # a classic table: its ruleset and variants (issue 16)
             request.ruleset = classic_pb2.RULESET_CLASSIC
             request.classic.CopyFrom(variants_pb(placement.rules))
-        try:
-            await stub.CreateTable(request, timeout=self.timeout_s)
-        except grpc.aio.AioRpcError as err:
-            reason = _reason(err)
-            why = f"{err.code().name} {reason or err.details()}"
-            if reason:
-                return Answer("refused" if err.code() in _REFUSED else "invalid", why)
-            return Answer("refused" if never_sent(err) else "unsure", why)
-        return Answer("created")
+        return await creates(request)
+
+    def _sender(self, shard_id: str) -> Callable[[list[table_pb2.CreateTableRequest]],
+                                                 Awaitable[list[Answer]]]:
+        stub = self._stubs[shard_id]
+
+        async def one(request: table_pb2.CreateTableRequest) -> Answer:
+            try:
+                await stub.CreateTable(request, timeout=self.timeout_s)
+            except grpc.aio.AioRpcError as err:
+                return _refused(err)
+            return Answer("created")
+
+        async def send(requests: list[table_pb2.CreateTableRequest]) -> list[Answer]:
+            loop = asyncio.get_running_loop()
+            if len(requests) == 1 or loop.time() < self._singly_until.get(shard_id, 0.0):
+                return list(await asyncio.gather(*(one(r) for r in requests)))
+            try:
+                reply: table_pb2.CreateTablesResponse = await stub.CreateTables(
+                    table_pb2.CreateTablesRequest(tables=requests), timeout=self.timeout_s)
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    return [_refused(err)] * len(requests)
+                # a shard older than CreateTables (nothing was created): a call a table, and
+                # CreateTables asked again later (an upgrade in either order)
+                log.info("shard serves no CreateTables: a call a table for %.0f s",
+                         SINGLY_S, extra={"shard_id": shard_id})
+                self._singly_until[shard_id] = loop.time() + SINGLY_S
+                return list(await asyncio.gather(*(one(r) for r in requests)))
+            if len(reply.outcomes) != len(requests):  # (a bad answer: nothing is sure)
+                return [Answer("unsure", f"{len(reply.outcomes)} answers to "
+                                         f"{len(requests)} tables")] * len(requests)
+            return [_outcome(o) for o in reply.outcomes]
+        return send
 
     async def cancel(self, shard_id: str, table_id: str, placement_id: str) -> Answer:
         stub = self._stubs.get(shard_id)

@@ -45,12 +45,13 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
+from machiavelox.platform.coalesce import Coalesced
 from machiavelox.rules import MatchKind
 
 from .queue import (
@@ -153,58 +154,6 @@ class RedisClock:
         return self._last
 
 
-class _Batched:
-    """The calls of one "many" script (`redis_scripts.MANY`) go to Redis together (at most
-    `MAX_BATCH` items a call): a call that comes after a quiet moment goes at the next turn of
-    the event loop (no added wait), but while calls come faster than one per `BATCH_WINDOW_S`
-    they go at most once a window, together (a burst of Enqueues, the placements of a
-    round)."""
-
-    def __init__(self, run: Callable[..., Any], name: str) -> None:
-        self.run = run
-        self.name = name
-        self._pending: list[tuple[tuple[str | int, ...], asyncio.Future[Any]]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._sent_at = 0.0  # (loop time of the last call to Redis)
-
-    async def __call__(self, *args: str | int) -> Any:
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Any] = loop.create_future()
-        self._pending.append((args, answer))
-        if len(self._pending) == 1:
-            wait = self._sent_at + BATCH_WINDOW_S - loop.time()
-            if wait > 0:
-                loop.call_later(wait, self._flush)
-            else:
-                loop.call_soon(self._flush)
-        return await answer
-
-    def _flush(self) -> None:
-        self._sent_at = asyncio.get_running_loop().time()
-        while self._pending:
-            batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-            task = asyncio.ensure_future(self._send(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _send(self, batch: list[tuple[tuple[str | int, ...], asyncio.Future[Any]]]
-                    ) -> None:
-        args = [value for item, _ in batch for value in item]
-        try:
-            answers = _list(json.loads(await self.run(self.name, len(batch[0][0]), *args)))
-        except BaseException as err:  # (told to every caller; a cancellation included)
-            for _, answer in batch:
-                if not answer.done():
-                    answer.set_exception(err if isinstance(err, Exception)
-                                         else StoreUnavailableError("cancelled"))
-            if not isinstance(err, Exception):
-                raise
-            return
-        for (_, answer), value in zip(batch, answers, strict=True):
-            if not answer.done():
-                answer.set_result(value)
-
-
 class RedisStore:
     shared = True
 
@@ -227,7 +176,10 @@ class RedisStore:
         scripts = SCRIPTS
         self._scripts = {name: self._redis.register_script(lua)
                          for name, lua in scripts.items()}
-        self._many = {name: _Batched(self._run, name)
+        # The calls of one "many" script (`redis_scripts.MANY`) go to Redis together (a
+        # burst of Enqueues, the placements of a round).
+        self._many = {name: Coalesced(self._batch(name), MAX_BATCH, BATCH_WINDOW_S,
+                                      lambda: StoreUnavailableError("cancelled"))
                       for name in ("add_ticket", "detach", "progress", "placed", "unplaced")}
         self._deliver: Callable[[str, Seated | str], None] | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -249,6 +201,13 @@ class RedisStore:
     async def _run(self, name: str, *args: str | int) -> Any:
         async with self._guard():
             return await self._scripts[name](keys=[self._key], args=[self.prefix, *args])
+
+    def _batch(self, name: str) -> Callable[[list[tuple[str | int, ...]]], Awaitable[list[Any]]]:
+        """A "many" script's send: every item's arguments in one call, an answer each."""
+        async def send(items: list[tuple[str | int, ...]]) -> list[Any]:
+            args = [value for item in items for value in item]
+            return _list(json.loads(await self._run(name, len(items[0]), *args)))
+        return send
 
     async def _json(self, name: str, *args: str | int) -> Any:
         return json.loads(await self._run(name, *args))
@@ -328,9 +287,9 @@ class RedisStore:
 
     # ------------------------------------------------------------------ competitive
     async def add_ticket(self, ticket: Ticket, watch_id: str) -> None:
-        answer = await self._many["add_ticket"](
+        answer = await self._many["add_ticket"]((
             ticket.ticket_id, ticket.player, repr(ticket.ordinal), ticket.enqueued_ms, watch_id,
-            ticket.enqueued_ms + self.attach_ms, "qc" if ticket.classic else "q")
+            ticket.enqueued_ms + self.attach_ms, "qc" if ticket.classic else "q"))
         if answer[0] == "spot":
             raise spot_refusal(ticket.player, _spot(answer[1]))
 
@@ -352,7 +311,7 @@ class RedisStore:
         return TicketState(ticket, record["status"], seated), replaced
 
     async def detach(self, ticket_id: str, watch_id: str) -> Ticket | None:
-        answer = _list(await self._many["detach"](ticket_id, watch_id))
+        answer = _list(await self._many["detach"]((ticket_id, watch_id)))
         if not answer:
             return None
         return Ticket(ticket_id, answer[0], float(answer[1]), int(answer[2]),
@@ -453,19 +412,19 @@ class RedisStore:
 
     # ------------------------------------------------------------------ placements
     async def progress(self, placement: Placement, owner: str, now_ms: int) -> bool:
-        return bool(await self._many["progress"](placement.placement_id, owner,
-                                                 now_ms + self.lease_ms,
-                                                 placement_json(placement)))
+        return bool(await self._many["progress"]((placement.placement_id, owner,
+                                                  now_ms + self.lease_ms,
+                                                  placement_json(placement))))
 
     async def placed(self, placement: Placement, seated: Seated, owner: str
                      ) -> Outcome | None:
-        answer = await self._many["placed"](placement.placement_id, owner, seated.table_id,
-                                            seated.shard_id)
+        answer = await self._many["placed"]((placement.placement_id, owner, seated.table_id,
+                                             seated.shard_id))
         return tuple(_list(answer[1])) if answer[0] == "ok" else None
 
     async def unplaced(self, placement: Placement, owner: str, now_ms: int
                        ) -> Unplaced | None:
-        answer = await self._many["unplaced"](placement.placement_id, owner, now_ms)
+        answer = await self._many["unplaced"]((placement.placement_id, owner, now_ms))
         if answer[0] != "ok":
             return None
         return Unplaced(tuple(_list(answer[1])), tuple(_list(answer[2])))

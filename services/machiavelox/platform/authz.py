@@ -50,6 +50,7 @@ POLICY: Mapping[str, frozenset[str]] = {
     # authenticated the player's token, may open it.
     _TABLE + "Connect": frozenset({"gateway"}),
     _TABLE + "CreateTable": frozenset({"matchmaking"}),
+    _TABLE + "CreateTables": frozenset({"matchmaking"}),
     _TABLE + "GetLoad": frozenset({"matchmaking", "controller"}),
     _TABLE + "SetDraining": frozenset({"controller"}),
     # Which seated tables a shard lost: matchmaking frees their seats.

@@ -39,6 +39,7 @@ from .shard import Shard
 log = logging.getLogger(__name__)
 
 MAX_CHECKED_TABLES = 1_000  # the most table ids one CheckTables call may ask about
+MAX_CREATED_TABLES = 256  # the most tables one CreateTables call may ask for
 MAX_REMEMBERED = 100_000  # cancelled tables, and placements' tables, remembered (each ~100 B)
 
 _KINDS = {table_pb2.MATCH_KIND_SINGLE: rules.MatchKind.SINGLE,
@@ -100,6 +101,39 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
 
     async def CreateTable(self, request: table_pb2.CreateTableRequest,
                           context: Any) -> table_pb2.CreateTableResponse:
+        table_id = self._create(request)
+        await self.shard.durable()
+        return self._created(table_id)
+
+    async def CreateTables(self, request: table_pb2.CreateTablesRequest,
+                           context: Any) -> table_pb2.CreateTablesResponse:
+        """Each table as its CreateTable, all of them stored by one journal write; a
+        refusal is the item's answer, the others go on."""
+        if len(request.tables) > MAX_CREATED_TABLES:
+            raise invalid_argument("request/too-many", f"at most {MAX_CREATED_TABLES} tables "
+                                                       "a call")
+        made: list[str | ServiceError] = []
+        for item in request.tables:
+            try:
+                made.append(self._create(item))
+            except ServiceError as err:
+                made.append(err)
+        await self.shard.durable()
+        outcomes = []
+        for one in made:
+            if isinstance(one, str):
+                try:
+                    outcomes.append(table_pb2.CreateTableOutcome(created=self._created(one)))
+                    continue
+                except ServiceError as err:
+                    one = err
+            outcomes.append(table_pb2.CreateTableOutcome(refused=table_pb2.CreateTableRefusal(
+                code=one.status.value[0], reason=one.reason, message=one.message)))
+        return table_pb2.CreateTablesResponse(outcomes=outcomes)
+
+    def _create(self, request: table_pb2.CreateTableRequest) -> str:
+        """The table asked for, created in memory (its journal record not yet stored): its
+        id."""
         variants = None
         if request.ruleset == classic_pb2.RULESET_CLASSIC:  # (its session is in its variants)
             variants = classic_codec.variants_from_pb(request.classic)
@@ -127,7 +161,10 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
             self.shard.create_table(table_id, players, kind, request.competitive)
         if request.placement_id:
             _remember(self.placements, request.placement_id, table_id)
-        await self.shard.durable()
+        return table_id
+
+    def _created(self, table_id: str) -> table_pb2.CreateTableResponse:
+        """The answer for a table `_create` made, once the journal is written."""
         self._not_cancelled(table_id)  # (cancelled while its creation was being stored)
         if table_id not in self.shard.tables:  # its journal write failed
             raise unavailable("table/journal", "the table's journal cannot be written now")

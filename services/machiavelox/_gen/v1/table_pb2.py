@@ -27,15 +27,15 @@ from machiavelox._gen.v1 import classic_pb2 as machiavelox_dot_v1_dot_classic__p
 from machiavelox._gen.v1 import common_pb2 as machiavelox_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amachiavelox/v1/table.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\"<\n\x0e\x43onnectRequest\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.machiavelox.v1.GatewayItem\"\x94\x02\n\x0bGatewayItem\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12.\n\tsubscribe\x18\x03 \x01(\x0b\x32\x19.machiavelox.v1.SubscribeH\x00\x12,\n\x0bunsubscribe\x18\x04 \x01(\x0b\x32\x15.machiavelox.v1.EmptyH\x00\x12\x33\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32!.machiavelox.v1.ActionRequestItemH\x00\x12\x30\n\x08liveness\x18\x06 \x01(\x0b\x32\x1c.machiavelox.v1.LivenessItemH\x00\x12\x13\n\x0btraceparent\x18\x07 \x01(\tB\x06\n\x04kind\"\x1d\n\tSubscribe\x12\x10\n\x08\x66rom_seq\x18\x01 \x01(\x04\"\xa9\x01\n\x11\x41\x63tionRequestItem\x12\x18\n\x10\x63lient_action_id\x18\x01 \x01(\t\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.machiavelox.v1.Action\x12\x1b\n\x13gateway_received_ms\x18\x03 \x01(\x03\x12\x35\n\x0e\x63lassic_action\x18\x04 \x01(\x0b\x32\x1d.machiavelox.v1.ClassicAction\"\x1d\n\x0cLivenessItem\x12\r\n\x05\x61live\x18\x01 \x01(\x08\";\n\x0f\x43onnectResponse\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.machiavelox.v1.ShardItem\"\xe3\x02\n\tShardItem\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12,\n\x08snapshot\x18\x03 \x01(\x0b\x32\x18.machiavelox.v1.SnapshotH\x00\x12+\n\x06\x65vents\x18\x04 \x01(\x0b\x32\x19.machiavelox.v1.EventListH\x00\x12\"\n\x03\x61\x63k\x18\x05 \x01(\x0b\x32\x13.machiavelox.v1.AckH\x00\x12\x30\n\x07refused\x18\x06 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRefusedH\x00\x12&\n\x05\x62\x61tch\x18\x07 \x01(\x0b\x32\x15.machiavelox.v1.BatchH\x00\x12;\n\x10\x63lassic_snapshot\x18\t \x01(\x0b\x32\x1f.machiavelox.v1.ClassicSnapshotH\x00\x12\x13\n\x0btraceparent\x18\x08 \x01(\tB\x06\n\x04kind\"@\n\tEventList\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.machiavelox.v1.Event\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\xea\x01\n\x12\x43reateTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x04 \x01(\x08\x12\x14\n\x0cplacement_id\x18\x05 \x01(\t\x12(\n\x07ruleset\x18\x06 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12\x30\n\x07\x63lassic\x18\x07 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\"<\n\x12\x43\x61ncelTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x14\n\x0cplacement_id\x18\x02 \x01(\t\"8\n\x13\x43\x61ncelTableResponse\x12\x0f\n\x07\x65xisted\x18\x01 \x01(\x08\x12\x10\n\x08shard_id\x18\x02 \x01(\t\"9\n\x13\x43reateTableResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08shard_id\x18\x02 \x01(\t\"\x10\n\x0eGetLoadRequest\"h\n\x0fGetLoadResponse\x12\x10\n\x08shard_id\x18\x01 \x01(\t\x12\x0e\n\x06tables\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x10\n\x08\x64raining\x18\x04 \x01(\x08\x12\x10\n\x08\x63\x61pacity\x18\x05 \x01(\r\"&\n\x12SetDrainingRequest\x12\x10\n\x08\x64raining\x18\x01 \x01(\x08\"\'\n\x13SetDrainingResponse\x12\x10\n\x08\x64raining\x18\x01 \x01(\x08\"\'\n\x12\x43heckTablesRequest\x12\x11\n\ttable_ids\x18\x01 \x03(\t\"B\n\x13\x43heckTablesResponse\x12\x10\n\x08shard_id\x18\x01 \x01(\t\x12\x19\n\x11missing_table_ids\x18\x02 \x03(\t*S\n\tMatchKind\x12\x1a\n\x16MATCH_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11MATCH_KIND_SINGLE\x10\x01\x12\x13\n\x0fMATCH_KIND_LONG\x10\x02\x32\x93\x04\n\x15TableAuthorityService\x12N\n\x07\x43onnect\x12\x1e.machiavelox.v1.ConnectRequest\x1a\x1f.machiavelox.v1.ConnectResponse(\x01\x30\x01\x12V\n\x0b\x43reateTable\x12\".machiavelox.v1.CreateTableRequest\x1a#.machiavelox.v1.CreateTableResponse\x12V\n\x0b\x43\x61ncelTable\x12\".machiavelox.v1.CancelTableRequest\x1a#.machiavelox.v1.CancelTableResponse\x12J\n\x07GetLoad\x12\x1e.machiavelox.v1.GetLoadRequest\x1a\x1f.machiavelox.v1.GetLoadResponse\x12V\n\x0bSetDraining\x12\".machiavelox.v1.SetDrainingRequest\x1a#.machiavelox.v1.SetDrainingResponse\x12V\n\x0b\x43heckTables\x12\".machiavelox.v1.CheckTablesRequest\x1a#.machiavelox.v1.CheckTablesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amachiavelox/v1/table.proto\x12\x0emachiavelox.v1\x1a\x1cmachiavelox/v1/classic.proto\x1a\x1bmachiavelox/v1/common.proto\"<\n\x0e\x43onnectRequest\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.machiavelox.v1.GatewayItem\"\x94\x02\n\x0bGatewayItem\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12.\n\tsubscribe\x18\x03 \x01(\x0b\x32\x19.machiavelox.v1.SubscribeH\x00\x12,\n\x0bunsubscribe\x18\x04 \x01(\x0b\x32\x15.machiavelox.v1.EmptyH\x00\x12\x33\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32!.machiavelox.v1.ActionRequestItemH\x00\x12\x30\n\x08liveness\x18\x06 \x01(\x0b\x32\x1c.machiavelox.v1.LivenessItemH\x00\x12\x13\n\x0btraceparent\x18\x07 \x01(\tB\x06\n\x04kind\"\x1d\n\tSubscribe\x12\x10\n\x08\x66rom_seq\x18\x01 \x01(\x04\"\xa9\x01\n\x11\x41\x63tionRequestItem\x12\x18\n\x10\x63lient_action_id\x18\x01 \x01(\t\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.machiavelox.v1.Action\x12\x1b\n\x13gateway_received_ms\x18\x03 \x01(\x03\x12\x35\n\x0e\x63lassic_action\x18\x04 \x01(\x0b\x32\x1d.machiavelox.v1.ClassicAction\"\x1d\n\x0cLivenessItem\x12\r\n\x05\x61live\x18\x01 \x01(\x08\";\n\x0f\x43onnectResponse\x12(\n\x05items\x18\x01 \x03(\x0b\x32\x19.machiavelox.v1.ShardItem\"\xe3\x02\n\tShardItem\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12,\n\x08snapshot\x18\x03 \x01(\x0b\x32\x18.machiavelox.v1.SnapshotH\x00\x12+\n\x06\x65vents\x18\x04 \x01(\x0b\x32\x19.machiavelox.v1.EventListH\x00\x12\"\n\x03\x61\x63k\x18\x05 \x01(\x0b\x32\x13.machiavelox.v1.AckH\x00\x12\x30\n\x07refused\x18\x06 \x01(\x0b\x32\x1d.machiavelox.v1.ActionRefusedH\x00\x12&\n\x05\x62\x61tch\x18\x07 \x01(\x0b\x32\x15.machiavelox.v1.BatchH\x00\x12;\n\x10\x63lassic_snapshot\x18\t \x01(\x0b\x32\x1f.machiavelox.v1.ClassicSnapshotH\x00\x12\x13\n\x0btraceparent\x18\x08 \x01(\tB\x06\n\x04kind\"@\n\tEventList\x12%\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x15.machiavelox.v1.Event\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\xea\x01\n\x12\x43reateTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.machiavelox.v1.MatchKind\x12\x13\n\x0b\x63ompetitive\x18\x04 \x01(\x08\x12\x14\n\x0cplacement_id\x18\x05 \x01(\t\x12(\n\x07ruleset\x18\x06 \x01(\x0e\x32\x17.machiavelox.v1.Ruleset\x12\x30\n\x07\x63lassic\x18\x07 \x01(\x0b\x32\x1f.machiavelox.v1.ClassicVariants\"I\n\x13\x43reateTablesRequest\x12\x32\n\x06tables\x18\x01 \x03(\x0b\x32\".machiavelox.v1.CreateTableRequest\"L\n\x14\x43reateTablesResponse\x12\x34\n\x08outcomes\x18\x01 \x03(\x0b\x32\".machiavelox.v1.CreateTableOutcome\"\x8e\x01\n\x12\x43reateTableOutcome\x12\x36\n\x07\x63reated\x18\x01 \x01(\x0b\x32#.machiavelox.v1.CreateTableResponseH\x00\x12\x35\n\x07refused\x18\x02 \x01(\x0b\x32\".machiavelox.v1.CreateTableRefusalH\x00\x42\t\n\x07outcome\"C\n\x12\x43reateTableRefusal\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"<\n\x12\x43\x61ncelTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x14\n\x0cplacement_id\x18\x02 \x01(\t\"8\n\x13\x43\x61ncelTableResponse\x12\x0f\n\x07\x65xisted\x18\x01 \x01(\x08\x12\x10\n\x08shard_id\x18\x02 \x01(\t\"9\n\x13\x43reateTableResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x10\n\x08shard_id\x18\x02 \x01(\t\"\x10\n\x0eGetLoadRequest\"h\n\x0fGetLoadResponse\x12\x10\n\x08shard_id\x18\x01 \x01(\t\x12\x0e\n\x06tables\x18\x02 \x01(\r\x12\x0f\n\x07players\x18\x03 \x01(\r\x12\x10\n\x08\x64raining\x18\x04 \x01(\x08\x12\x10\n\x08\x63\x61pacity\x18\x05 \x01(\r\"&\n\x12SetDrainingRequest\x12\x10\n\x08\x64raining\x18\x01 \x01(\x08\"\'\n\x13SetDrainingResponse\x12\x10\n\x08\x64raining\x18\x01 \x01(\x08\"\'\n\x12\x43heckTablesRequest\x12\x11\n\ttable_ids\x18\x01 \x03(\t\"B\n\x13\x43heckTablesResponse\x12\x10\n\x08shard_id\x18\x01 \x01(\t\x12\x19\n\x11missing_table_ids\x18\x02 \x03(\t*S\n\tMatchKind\x12\x1a\n\x16MATCH_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11MATCH_KIND_SINGLE\x10\x01\x12\x13\n\x0fMATCH_KIND_LONG\x10\x02\x32\xee\x04\n\x15TableAuthorityService\x12N\n\x07\x43onnect\x12\x1e.machiavelox.v1.ConnectRequest\x1a\x1f.machiavelox.v1.ConnectResponse(\x01\x30\x01\x12V\n\x0b\x43reateTable\x12\".machiavelox.v1.CreateTableRequest\x1a#.machiavelox.v1.CreateTableResponse\x12Y\n\x0c\x43reateTables\x12#.machiavelox.v1.CreateTablesRequest\x1a$.machiavelox.v1.CreateTablesResponse\x12V\n\x0b\x43\x61ncelTable\x12\".machiavelox.v1.CancelTableRequest\x1a#.machiavelox.v1.CancelTableResponse\x12J\n\x07GetLoad\x12\x1e.machiavelox.v1.GetLoadRequest\x1a\x1f.machiavelox.v1.GetLoadResponse\x12V\n\x0bSetDraining\x12\".machiavelox.v1.SetDrainingRequest\x1a#.machiavelox.v1.SetDrainingResponse\x12V\n\x0b\x43heckTables\x12\".machiavelox.v1.CheckTablesRequest\x1a#.machiavelox.v1.CheckTablesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machiavelox.v1.table_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MATCHKIND']._serialized_start=1895
-  _globals['_MATCHKIND']._serialized_end=1978
+  _globals['_MATCHKIND']._serialized_start=2262
+  _globals['_MATCHKIND']._serialized_end=2345
   _globals['_CONNECTREQUEST']._serialized_start=105
   _globals['_CONNECTREQUEST']._serialized_end=165
   _globals['_GATEWAYITEM']._serialized_start=168
@@ -54,24 +54,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EVENTLIST']._serialized_end=1163
   _globals['_CREATETABLEREQUEST']._serialized_start=1166
   _globals['_CREATETABLEREQUEST']._serialized_end=1400
-  _globals['_CANCELTABLEREQUEST']._serialized_start=1402
-  _globals['_CANCELTABLEREQUEST']._serialized_end=1462
-  _globals['_CANCELTABLERESPONSE']._serialized_start=1464
-  _globals['_CANCELTABLERESPONSE']._serialized_end=1520
-  _globals['_CREATETABLERESPONSE']._serialized_start=1522
-  _globals['_CREATETABLERESPONSE']._serialized_end=1579
-  _globals['_GETLOADREQUEST']._serialized_start=1581
-  _globals['_GETLOADREQUEST']._serialized_end=1597
-  _globals['_GETLOADRESPONSE']._serialized_start=1599
-  _globals['_GETLOADRESPONSE']._serialized_end=1703
-  _globals['_SETDRAININGREQUEST']._serialized_start=1705
-  _globals['_SETDRAININGREQUEST']._serialized_end=1743
-  _globals['_SETDRAININGRESPONSE']._serialized_start=1745
-  _globals['_SETDRAININGRESPONSE']._serialized_end=1784
-  _globals['_CHECKTABLESREQUEST']._serialized_start=1786
-  _globals['_CHECKTABLESREQUEST']._serialized_end=1825
-  _globals['_CHECKTABLESRESPONSE']._serialized_start=1827
-  _globals['_CHECKTABLESRESPONSE']._serialized_end=1893
-  _globals['_TABLEAUTHORITYSERVICE']._serialized_start=1981
-  _globals['_TABLEAUTHORITYSERVICE']._serialized_end=2512
+  _globals['_CREATETABLESREQUEST']._serialized_start=1402
+  _globals['_CREATETABLESREQUEST']._serialized_end=1475
+  _globals['_CREATETABLESRESPONSE']._serialized_start=1477
+  _globals['_CREATETABLESRESPONSE']._serialized_end=1553
+  _globals['_CREATETABLEOUTCOME']._serialized_start=1556
+  _globals['_CREATETABLEOUTCOME']._serialized_end=1698
+  _globals['_CREATETABLEREFUSAL']._serialized_start=1700
+  _globals['_CREATETABLEREFUSAL']._serialized_end=1767
+  _globals['_CANCELTABLEREQUEST']._serialized_start=1769
+  _globals['_CANCELTABLEREQUEST']._serialized_end=1829
+  _globals['_CANCELTABLERESPONSE']._serialized_start=1831
+  _globals['_CANCELTABLERESPONSE']._serialized_end=1887
+  _globals['_CREATETABLERESPONSE']._serialized_start=1889
+  _globals['_CREATETABLERESPONSE']._serialized_end=1946
+  _globals['_GETLOADREQUEST']._serialized_start=1948
+  _globals['_GETLOADREQUEST']._serialized_end=1964
+  _globals['_GETLOADRESPONSE']._serialized_start=1966
+  _globals['_GETLOADRESPONSE']._serialized_end=2070
+  _globals['_SETDRAININGREQUEST']._serialized_start=2072
+  _globals['_SETDRAININGREQUEST']._serialized_end=2110
+  _globals['_SETDRAININGRESPONSE']._serialized_start=2112
+  _globals['_SETDRAININGRESPONSE']._serialized_end=2151
+  _globals['_CHECKTABLESREQUEST']._serialized_start=2153
+  _globals['_CHECKTABLESREQUEST']._serialized_end=2192
+  _globals['_CHECKTABLESRESPONSE']._serialized_start=2194
+  _globals['_CHECKTABLESRESPONSE']._serialized_end=2260
+  _globals['_TABLEAUTHORITYSERVICE']._serialized_start=2348
+  _globals['_TABLEAUTHORITYSERVICE']._serialized_end=2970
 # @@protoc_insertion_point(module_scope)

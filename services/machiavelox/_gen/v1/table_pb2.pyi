@@ -397,6 +397,116 @@ class CreateTableRequest(_message.Message):
 Global___CreateTableRequest: _TypeAlias = CreateTableRequest  # noqa: Y015
 
 @_typing.final
+class CreateTablesRequest(_message.Message):
+    """Tables to create, each as its CreateTable would ask."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateTableRequest]:
+        """At most 256."""
+
+    def __init__(
+        self,
+        *,
+        tables: _abc.Iterable[Global___CreateTableRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tables", b"tables"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateTablesRequest: _TypeAlias = CreateTablesRequest  # noqa: Y015
+
+@_typing.final
+class CreateTablesResponse(_message.Message):
+    """What became of each table asked for, in the order asked."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OUTCOMES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def outcomes(self) -> _containers.RepeatedCompositeFieldContainer[Global___CreateTableOutcome]:
+        """One per table asked for."""
+
+    def __init__(
+        self,
+        *,
+        outcomes: _abc.Iterable[Global___CreateTableOutcome] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["outcomes", b"outcomes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateTablesResponse: _TypeAlias = CreateTablesResponse  # noqa: Y015
+
+@_typing.final
+class CreateTableOutcome(_message.Message):
+    """One table of a CreateTables: created, or refused."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CREATED_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def created(self) -> Global___CreateTableResponse:
+        """Created (or already there: idempotent as CreateTable)."""
+
+    @_builtins.property
+    def refused(self) -> Global___CreateTableRefusal:
+        """Refused, as its CreateTable would have been."""
+
+    def __init__(
+        self,
+        *,
+        created: Global___CreateTableResponse | None = ...,
+        refused: Global___CreateTableRefusal | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "outcome", b"outcome", "refused", b"refused"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "outcome", b"outcome", "refused", b"refused"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["created", "refused"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___CreateTableOutcome: _TypeAlias = CreateTableOutcome  # noqa: Y015
+
+@_typing.final
+class CreateTableRefusal(_message.Message):
+    """A CreateTable's refusal, carried in an answer: its gRPC status code and stable reason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """The gRPC status code (its number, e.g. 9 for FAILED_PRECONDITION)."""
+    reason: _builtins.str
+    """The stable reason (`machiavelox-reason`), e.g. "shard/full"."""
+    message: _builtins.str
+    """A human message."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateTableRefusal: _TypeAlias = CreateTableRefusal  # noqa: Y015
+
+@_typing.final
 class CancelTableRequest(_message.Message):
     """Cancel a table (a placement matchmaking gave up)."""
 

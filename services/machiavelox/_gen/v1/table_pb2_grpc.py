@@ -46,6 +46,11 @@ class TableAuthorityServiceStub:
                 request_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.SerializeToString,
                 response_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.FromString,
                 _registered_method=True)
+        self.CreateTables = channel.unary_unary(
+                '/machiavelox.v1.TableAuthorityService/CreateTables',
+                request_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTablesRequest.SerializeToString,
+                response_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTablesResponse.FromString,
+                _registered_method=True)
         self.CancelTable = channel.unary_unary(
                 '/machiavelox.v1.TableAuthorityService/CancelTable',
                 request_serializer=machiavelox_dot_v1_dot_table__pb2.CancelTableRequest.SerializeToString,
@@ -83,6 +88,17 @@ class TableAuthorityServiceServicer:
     def CreateTable(self, request, context):
         """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
         again returns the table created the first time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateTables(self, request, context):
+        """Create several tables at once (called by matchmaking: a round's placements on this
+        shard). Each item is what a CreateTable of it would be, and is answered in its place in
+        the order asked: created, or refused with the status and reason its CreateTable would
+        have ended with. The tables created are stored (one journal write) before the answer.
+        Refused INVALID_ARGUMENT `request/too-many` over 256 items (nothing created).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -135,6 +151,11 @@ def add_TableAuthorityServiceServicer_to_server(servicer, server):
                     servicer.CreateTable,
                     request_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.FromString,
                     response_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.SerializeToString,
+            ),
+            'CreateTables': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTables,
+                    request_deserializer=machiavelox_dot_v1_dot_table__pb2.CreateTablesRequest.FromString,
+                    response_serializer=machiavelox_dot_v1_dot_table__pb2.CreateTablesResponse.SerializeToString,
             ),
             'CancelTable': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelTable,
@@ -212,6 +233,33 @@ class TableAuthorityService:
             '/machiavelox.v1.TableAuthorityService/CreateTable',
             machiavelox_dot_v1_dot_table__pb2.CreateTableRequest.SerializeToString,
             machiavelox_dot_v1_dot_table__pb2.CreateTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/machiavelox.v1.TableAuthorityService/CreateTables',
+            machiavelox_dot_v1_dot_table__pb2.CreateTablesRequest.SerializeToString,
+            machiavelox_dot_v1_dot_table__pb2.CreateTablesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -42,6 +42,13 @@ class TableAuthorityServiceStub:
     """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
     again returns the table created the first time.
     """
+    CreateTables: _grpc.UnaryUnaryMultiCallable[_table_pb2.CreateTablesRequest, _table_pb2.CreateTablesResponse]
+    """Create several tables at once (called by matchmaking: a round's placements on this
+    shard). Each item is what a CreateTable of it would be, and is answered in its place in
+    the order asked: created, or refused with the status and reason its CreateTable would
+    have ended with. The tables created are stored (one journal write) before the answer.
+    Refused INVALID_ARGUMENT `request/too-many` over 256 items (nothing created).
+    """
     CancelTable: _grpc.UnaryUnaryMultiCallable[_table_pb2.CancelTableRequest, _table_pb2.CancelTableResponse]
     """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
     the table ends with no result and no points, its cancellation journaled (a restart does
@@ -72,6 +79,13 @@ class TableAuthorityServiceAsyncStub(TableAuthorityServiceStub):
     CreateTable: _aio.UnaryUnaryMultiCallable[_table_pb2.CreateTableRequest, _table_pb2.CreateTableResponse]  # type: ignore[assignment]
     """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
     again returns the table created the first time.
+    """
+    CreateTables: _aio.UnaryUnaryMultiCallable[_table_pb2.CreateTablesRequest, _table_pb2.CreateTablesResponse]  # type: ignore[assignment]
+    """Create several tables at once (called by matchmaking: a round's placements on this
+    shard). Each item is what a CreateTable of it would be, and is answered in its place in
+    the order asked: created, or refused with the status and reason its CreateTable would
+    have ended with. The tables created are stored (one journal write) before the answer.
+    Refused INVALID_ARGUMENT `request/too-many` over 256 items (nothing created).
     """
     CancelTable: _aio.UnaryUnaryMultiCallable[_table_pb2.CancelTableRequest, _table_pb2.CancelTableResponse]  # type: ignore[assignment]
     """Cancel a table nobody has played at (called by matchmaking, for a placement it gave up):
@@ -112,6 +126,19 @@ class TableAuthorityServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_table_pb2.CreateTableResponse, _abc.Awaitable[_table_pb2.CreateTableResponse]]:
         """Create a table (called by matchmaking). Idempotent: the same placement (or table id)
         again returns the table created the first time.
+        """
+
+    @_abc_1.abstractmethod
+    def CreateTables(
+        self,
+        request: _table_pb2.CreateTablesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_table_pb2.CreateTablesResponse, _abc.Awaitable[_table_pb2.CreateTablesResponse]]:
+        """Create several tables at once (called by matchmaking: a round's placements on this
+        shard). Each item is what a CreateTable of it would be, and is answered in its place in
+        the order asked: created, or refused with the status and reason its CreateTable would
+        have ended with. The tables created are stored (one journal write) before the answer.
+        Refused INVALID_ARGUMENT `request/too-many` over 256 items (nothing created).
         """
 
     @_abc_1.abstractmethod
