@@ -116,6 +116,9 @@ def forged(method: Method, player: str = VICTIM) -> tuple[Message, tuple[tuple[s
         "CreateTable": table_pb2.CreateTableRequest(
             table_id=f"shard-0.forged{n}", player_ids=["m1", "m2", "m3"],
             kind=table_pb2.MATCH_KIND_SINGLE, competitive=True),
+        "CreateTables": table_pb2.CreateTablesRequest(tables=[table_pb2.CreateTableRequest(
+            table_id=f"shard-0.forged-many{n}", player_ids=["m1", "m2", "m3"],
+            kind=table_pb2.MATCH_KIND_SINGLE, competitive=True)]),
         "GetLoad": table_pb2.GetLoadRequest(),
         "CheckTables": table_pb2.CheckTablesRequest(table_ids=[LIVE]),
         "CancelTable": table_pb2.CancelTableRequest(table_id=LIVE),
