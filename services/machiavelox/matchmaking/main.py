@@ -118,7 +118,7 @@ async def serve(settings: MatchmakingSettings) -> None:
 
 
 def prepare(settings: MatchmakingSettings | None) -> None:
-    """A replica holds every waiting ticket's stream, task and futures (about 50 objects
+    """A replica holds every waiting ticket's stream, task and futures (tens of objects
     each): the cycle collector's generations are large (platform/gcsettings.py). With
     CPython's defaults a burst of 10,000 players spent 30% of the main thread collecting
     (tests/bench/agora_bench.py)."""

@@ -1,6 +1,6 @@
 """Matchmaking's gRPC client of the table shards (`placing.Shards`, and the seat check's
-`seatcheck.Checker`): their loads, CreateTable, CancelTable, and which seated tables they do
-not have.
+`seatcheck.Checker`): their loads, CreateTable(s), CancelTable, and which seated tables they
+do not have.
 
 Every round asks every configured shard for its load (GetLoad, in parallel, with a short
 deadline) and leaves out shards that do not answer. No table is ever placed on a shard that is
@@ -20,6 +20,10 @@ architecture.md, "Placement"):
 - Anything else (DEADLINE_EXCEEDED, a connection lost mid-call, CANCELLED, ...): unsure: the
   table may exist there, or come into being later (a request stalled on the way). The
   placement is then cancelled on that shard before any other is tried.
+- CreateTables (the creations asked of one shard in the same moment, in one call): each
+  table's outcome means what its CreateTable's would (created; refused with a status and
+  reason); a call that fails as a whole means that failure for each table; a shard that
+  serves no CreateTables (UNIMPLEMENTED: nothing done) gets a CreateTable a table.
 - CancelTable answered: gone (the table is cancelled, or never was there and never will be);
   refused `table/in-play` or `table/ended`: kept (the table exists and is the placement's);
   anything else: unsure (ask again later).

@@ -3,11 +3,13 @@
 Placements (issue 13 item 3; docs/architecture.md, "Placement"): CreateTable is idempotent by
 table id (the table is journaled under it) and, while this process runs, by placement id
 (`placements`: a second CreateTable of a placement gets the first one's table whatever id it
-names). CancelTable cancels a table nobody has played at (`Shard.cancel_table`) and remembers
-the id (`cancelled`, the last `MAX_REMEMBERED`): a CreateTable of it that arrives later (one
-that was stalled on the way, behind the CancelTable or not) is refused FAILED_PRECONDITION
-`table/cancelled`, so a table matchmaking gave up on never comes into being after it was told
-it would not. (A stalled request does not outlive this process: its connection ends with it.)
+names); CreateTables is a CreateTable for each of its tables, answered each in its place,
+with one journal write for all. CancelTable cancels a table nobody has played at
+(`Shard.cancel_table`) and remembers the id (`cancelled`, the last `MAX_REMEMBERED`): a
+CreateTable of it that arrives later (one that was stalled on the way, behind the CancelTable
+or not) is refused FAILED_PRECONDITION `table/cancelled`, so a table matchmaking gave up on
+never comes into being after it was told it would not. (A stalled request does not outlive
+this process: its connection ends with it.)
 """
 
 from __future__ import annotations
