@@ -36,6 +36,12 @@ class FakeShard(table_pb2_grpc.TableAuthorityServiceServicer):
         return table_pb2.GetLoadResponse(shard_id=self.shard_id, tables=self.tables,
                                          capacity=self.capacity, draining=self.draining)
 
+    async def CreateTables(self, request: table_pb2.CreateTablesRequest,
+                           context: Any) -> table_pb2.CreateTablesResponse:
+        """As a shard older than CreateTables answers it: UNIMPLEMENTED, nothing done."""
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        raise AssertionError("abort returned")  # pragma: no cover
+
     async def CreateTable(self, request: table_pb2.CreateTableRequest,
                           context: Any) -> table_pb2.CreateTableResponse:
         if self.refuse:

@@ -22,8 +22,10 @@ architecture.md, "Placement"):
   placement is then cancelled on that shard before any other is tried.
 - CreateTables (the creations asked of one shard in the same moment, in one call): each
   table's outcome means what its CreateTable's would (created; refused with a status and
-  reason); a call that fails as a whole means that failure for each table; a shard that
-  serves no CreateTables (UNIMPLEMENTED: nothing done) gets a CreateTable a table.
+  reason); a call that fails as a whole is refused for each table only if it never left or
+  was refused before any table was made (`auth/...`, `request/...`), else unsure for each; a
+  shard that serves no CreateTables (UNIMPLEMENTED: nothing done) gets a CreateTable a
+  table.
 - CancelTable answered: gone (the table is cancelled, or never was there and never will be);
   refused `table/in-play` or `table/ended`: kept (the table exists and is the placement's);
   anything else: unsure (ask again later).
@@ -58,6 +60,7 @@ _REFUSED = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE,
             grpc.StatusCode.RESOURCE_EXHAUSTED)
 _KEPT = ("table/in-play", "table/ended")  # CancelTable's refusals: the table stays
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
+_BEFORE_ANY = ("auth/", "request/")  # a whole CreateTables refused before any table was made
 MAX_CREATES = 256  # tables of one CreateTables call (table.proto: the shard's most)
 CREATE_WINDOW_S = 0.002  # while creations come this often, they go together
 SINGLY_S = 30.0  # a shard that serves no CreateTables is asked a call a table this long
@@ -77,6 +80,16 @@ def _refused(err: grpc.aio.AioRpcError) -> Answer:
     if reason:
         return Answer("refused" if err.code() in _REFUSED else "invalid", why)
     return Answer("refused" if never_sent(err) else "unsure", why)
+
+
+def _batch_failed(err: grpc.aio.AioRpcError) -> Answer:
+    """What a CreateTables call that failed as a whole means for each of its tables: refused
+    only when it never left, or was refused before any table was looked at (who may call,
+    a request that does not decode or is too long); anything else may have come after some
+    of them were created: unsure."""
+    if never_sent(err) or _reason(err).startswith(_BEFORE_ANY):
+        return _refused(err)
+    return Answer("unsure", f"{err.code().name} {_reason(err) or err.details()}")
 
 
 def _outcome(outcome: table_pb2.CreateTableOutcome) -> Answer:
@@ -172,7 +185,7 @@ class ShardClient:
                     table_pb2.CreateTablesRequest(tables=requests), timeout=self.timeout_s)
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    return [_refused(err)] * len(requests)
+                    return [_batch_failed(err)] * len(requests)
                 # a shard older than CreateTables (nothing was created): a call a table, and
                 # CreateTables asked again later (an upgrade in either order)
                 log.info("shard serves no CreateTables: a call a table for %.0f s",

@@ -17,9 +17,9 @@ class Coalesced(Generic[Item, Answer]):
     calls made in that turn go with it), but while calls come faster than one per `window_s`
     they go at most once a window, together; at most `most` items a send.
 
-    `send` answers every item of its batch, in order. If it raises, every caller of the
-    batch gets the exception (a cancellation: `cancelled()`, and the send's task is
-    cancelled)."""
+    `send` answers every item of its batch, in order. If it raises, or answers a different
+    number of items, every caller of the batch gets the exception (a ValueError for a wrong
+    count; a cancellation: `cancelled()`, and the send's task is cancelled)."""
 
     def __init__(self, send: Callable[[list[Item]], Awaitable[list[Answer]]], most: int,
                  window_s: float, cancelled: Callable[[], Exception]) -> None:
@@ -54,6 +54,8 @@ class Coalesced(Generic[Item, Answer]):
     async def _send(self, batch: list[tuple[Item, asyncio.Future[Answer]]]) -> None:
         try:
             answers = await self.send([item for item, _ in batch])
+            if len(answers) != len(batch):  # (no caller may wait for an answer never coming)
+                raise ValueError(f"{len(answers)} answers to {len(batch)} items")
         except BaseException as err:  # (told to every caller; a cancellation included)
             for _, answer in batch:
                 if not answer.done():
@@ -62,6 +64,6 @@ class Coalesced(Generic[Item, Answer]):
             if not isinstance(err, Exception):
                 raise
             return
-        for (_, answer), value in zip(batch, answers, strict=True):
+        for (_, answer), value in zip(batch, answers, strict=True):  # (counted above)
             if not answer.done():
                 answer.set_result(value)

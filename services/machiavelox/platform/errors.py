@@ -192,7 +192,8 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return wrapped
 
 
-def _to_service_error(exc: Exception) -> ServiceError | None:
+def service_error_of(exc: Exception) -> ServiceError | None:
+    """The refusal `exc` stands for (a ServiceError, or a RulesError's code), or None."""
     if isinstance(exc, ServiceError):
         return exc
     if isinstance(exc, RulesError):
@@ -215,7 +216,7 @@ def _wrap(handler: grpc.RpcMethodHandler, method: str = "") -> grpc.RpcMethodHan
 
 
 async def _abort_for(context: Any, exc: ServiceError | RulesError) -> None:
-    err = _to_service_error(exc)
+    err = service_error_of(exc)
     assert err is not None
     await abort(context, err)
 

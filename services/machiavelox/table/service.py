@@ -30,6 +30,7 @@ from machiavelox.platform.errors import (
     ServiceError,
     failed_precondition,
     invalid_argument,
+    service_error_of,
     shown,
     unavailable,
 )
@@ -115,11 +116,15 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
             raise invalid_argument("request/too-many", f"at most {MAX_CREATED_TABLES} tables "
                                                        "a call")
         made: list[str | ServiceError] = []
-        for item in request.tables:
+        for item in request.tables:  # (no item's failure may fail the call: the others stand)
             try:
                 made.append(self._create(item))
-            except ServiceError as err:
-                made.append(err)
+            except Exception as exc:
+                refusal = service_error_of(exc)
+                if refusal is None:  # a bug: no reason, so matchmaking is unsure of it
+                    log.exception("creating a table of a CreateTables failed")
+                    refusal = ServiceError(grpc.StatusCode.INTERNAL, "", "the creation failed")
+                made.append(refusal)
         await self.shard.durable()
         outcomes = []
         for one in made:

@@ -4,9 +4,13 @@ on a real shard process (journal: SQLite in its data dir) and matchmaking's Shar
 Proves: creations asked of one shard in the same moment go as one CreateTables call, each
 table answered in its place (created, or refused as its CreateTable would be: a full shard
 `shard/full`, a cancelled id `table/cancelled`), idempotent by placement as CreateTable is;
-the call is bounded and matchmaking's alone; and a shard that serves no CreateTables (older
-than matchmaking) gets a CreateTable a table. Would fail if the creations went a call each,
-if one table's refusal failed the others, or without the fallback.
+the call is bounded and matchmaking's alone; a call that fails as a whole (a deadline, a
+refusal with a shard's reason, an answer of the wrong length) leaves matchmaking unsure of
+each table (so each is cancelled before another shard is asked), and only a refusal before
+any table was made refuses them all; and a shard that serves no CreateTables (older than
+matchmaking) gets a CreateTable a table. Would fail if the creations went a call each, if one
+table's refusal failed the others, if a failed call were taken as "no table there", or
+without the fallback.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -31,6 +36,8 @@ from machiavelox.local.processes import (
 from machiavelox.matchmaking.placement import ShardClient
 from machiavelox.matchmaking.placing import Answer, Done
 from machiavelox.matchmaking.store import Placement
+from machiavelox.platform.errors import ErrorInterceptor, failed_precondition, malformed_request
+from machiavelox.platform.tls import InternalTls
 from machiavelox.rules import MatchKind
 from tests.support.agora import STEP_S, reason
 from tests.support.fake_shards import fake_shards, place
@@ -122,3 +129,39 @@ async def test_a_shard_without_create_tables_gets_a_call_a_table() -> None:
             assert sum(len(f.created) for f in fakes.shards.values()) == 4
         finally:
             await client.close()
+
+
+class NewShard(table_pb2_grpc.TableAuthorityServiceServicer):
+    """A shard whose CreateTables fails as a whole, as `how` says."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    async def CreateTables(self, request: table_pb2.CreateTablesRequest,
+                           context: Any) -> table_pb2.CreateTablesResponse:
+        if self.how == "stall":  # past the client's deadline (1 s)
+            await asyncio.sleep(3)
+        if self.how == "refused":  # a reason of the shard's, for the whole call
+            raise failed_precondition("shard/journal", "cannot write")
+        if self.how == "malformed":  # refused before any table was looked at
+            raise malformed_request("bad bytes")
+        created = table_pb2.CreateTableOutcome(created=table_pb2.CreateTableResponse())
+        return table_pb2.CreateTablesResponse(outcomes=[created] * (len(request.tables) - 1))
+
+
+@pytest.mark.parametrize(("how", "kind"), [("stall", "unsure"), ("refused", "unsure"),
+                                           ("short", "unsure"), ("malformed", "invalid")])
+async def test_a_call_failed_as_a_whole_leaves_each_table_unsure(how: str, kind: str) -> None:
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    table_pb2_grpc.add_TableAuthorityServiceServicer_to_server(
+        NewShard(how), server)  # type: ignore[abstract]  # CreateTables alone
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    client = ShardClient({"shard-0": address}, InternalTls.off().connector("table"),
+                         timeout_s=1.0)
+    try:
+        answers = await create_all(client, 0, 1, 2)
+        assert [a.kind for a in answers] == [kind] * 3, answers
+    finally:
+        await client.close()
+        await server.stop(0)
