@@ -38,9 +38,18 @@ def stop_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _stop_before_serving(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in SERVICES:
+        # SIGTERM before the service serves (its imports, a shard's recovery) stops it
+        # cleanly, exit code 0, as one while serving does (`platform/server.py` takes the
+        # signal over then): a supervisor or Kubernetes may stop a service that is still
+        # starting (its restart after a crash), and nothing of it was in use yet
+        signal.signal(signal.SIGTERM, _stop_before_serving)
         stop_with_parent()
         module = importlib.import_module(SERVICES[args[0]][0])
         code: int = module.main(args[1:])

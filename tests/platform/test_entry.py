@@ -8,9 +8,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +130,29 @@ def test_short_forms_are_spelled_out() -> None:
         "MACHIAVELOX_GATEWAY_ACTION_RATE", "MACHIAVELOX_GATEWAY_ACTION_BURST",
         "MACHIAVELOX_GATEWAY_RESYNC_RATE", "MACHIAVELOX_GATEWAY_RESYNC_BURST",
         "MACHIAVELOX_X_A_RATE", "MACHIAVELOX_X_B_RATE"}
+
+
+def test_sigterm_while_starting_stops_cleanly(tmp_path: Path) -> None:
+    """A shard still starting (its journal's PostgreSQL is a socket this test holds, which
+    accepts and never answers) gets SIGTERM: it stops at once, exit code 0, as a serving one
+    does (a supervisor or Kubernetes may stop a service it has just restarted). Would fail
+    with Python's default SIGTERM, which ends it by the signal (exit -15)."""
+    with held_ports(3) as (silent, port, metrics_port):
+        env = clean_env(TABLE_PORT=str(port), METRICS_PORT=str(metrics_port),
+                        INTERNAL_TLS="off", DATA_DIR=str(tmp_path), SCORING_ADDRESS="",
+                        PRESENCE_ADDRESS="",
+                        TABLE_JOURNAL=f"postgresql://test@127.0.0.1:{silent}/test",
+                        TABLE_JOURNAL_TIMEOUT_S="30")
+        proc = subprocess.Popen([*MACHIAVELOX, "table"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.5)  # (its imports done: waiting for the silent journal)
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
