@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 PLATFORM_SETTINGS = ("machiavelox.platform.server", "machiavelox.platform.tls",
                      "machiavelox.platform.metrics", "machiavelox.platform.telemetry")
 
-EXIT_CODES = ("exit codes: 0 stopped cleanly; 1 could not start (a port taken, a store "
-              "unreachable); 2 bad command line or settings")
+EXIT_CODES = ("exit codes: 0 stopped cleanly (SIGTERM, even while starting); 1 could not "
+              "start (a port taken, a store unreachable); 2 bad command line or settings")
 
 _NAME = re.compile(r"(?:MACHIAVELOX|OTEL)_[A-Z0-9_]*[A-Z0-9]")
 _MENTION = re.compile(_NAME.pattern
