@@ -73,22 +73,28 @@ def _reason(err: grpc.aio.AioRpcError) -> str:
     return ""
 
 
-def _refused(err: grpc.aio.AioRpcError) -> Answer:
-    """What a failed CreateTable (or CreateTables) call means for its tables."""
+def _by_reason(code: grpc.StatusCode, why: str) -> Answer:
+    """A creation the shard refused with a reason of its own: another shard may be tried
+    (full, draining, its journal down, a cancelled id), or it is a bad request."""
+    return Answer("refused" if code in _REFUSED else "invalid", why)
+
+
+def _failed(err: grpc.aio.AioRpcError) -> Answer:
+    """What a failed CreateTable call means for its table."""
     reason = _reason(err)
     why = f"{err.code().name} {reason or err.details()}"
     if reason:
-        return Answer("refused" if err.code() in _REFUSED else "invalid", why)
+        return _by_reason(err.code(), why)
     return Answer("refused" if never_sent(err) else "unsure", why)
 
 
 def _batch_failed(err: grpc.aio.AioRpcError) -> Answer:
-    """What a CreateTables call that failed as a whole means for each of its tables: refused
-    only when it never left, or was refused before any table was looked at (who may call,
-    a request that does not decode or is too long); anything else may have come after some
-    of them were created: unsure."""
+    """What a CreateTables call that failed as a whole means for each of its tables: as a
+    CreateTable's failure when it never left, or was refused before any table was looked at
+    (who may call, a request that does not decode or is too long); anything else may have
+    come after some of them were created: unsure."""
     if never_sent(err) or _reason(err).startswith(_BEFORE_ANY):
-        return _refused(err)
+        return _failed(err)
     return Answer("unsure", f"{err.code().name} {_reason(err) or err.details()}")
 
 
@@ -101,7 +107,7 @@ def _outcome(outcome: table_pb2.CreateTableOutcome) -> Answer:
     why = f"{code.name} {refused.reason}"
     if not refused.reason:  # (a refusal without a reason: nothing is sure)
         return Answer("unsure", why)
-    return Answer("refused" if code in _REFUSED else "invalid", why)
+    return _by_reason(code, why)
 
 
 def never_sent(err: grpc.aio.AioRpcError) -> bool:
@@ -173,29 +179,35 @@ class ShardClient:
             try:
                 await stub.CreateTable(request, timeout=self.timeout_s)
             except grpc.aio.AioRpcError as err:
-                return _refused(err)
+                return _failed(err)
             return Answer("created")
 
-        async def send(requests: list[table_pb2.CreateTableRequest]) -> list[Answer]:
-            loop = asyncio.get_running_loop()
-            if len(requests) == 1 or loop.time() < self._singly_until.get(shard_id, 0.0):
-                return list(await asyncio.gather(*(one(r) for r in requests)))
+        async def together(requests: list[table_pb2.CreateTableRequest]
+                           ) -> list[Answer] | None:
+            """One CreateTables; None if the shard serves none (older than it: UNIMPLEMENTED,
+            nothing was created), which is then asked a call a table for SINGLY_S."""
             try:
                 reply: table_pb2.CreateTablesResponse = await stub.CreateTables(
                     table_pb2.CreateTablesRequest(tables=requests), timeout=self.timeout_s)
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.UNIMPLEMENTED:
                     return [_batch_failed(err)] * len(requests)
-                # a shard older than CreateTables (nothing was created): a call a table, and
-                # CreateTables asked again later (an upgrade in either order)
                 log.info("shard serves no CreateTables: a call a table for %.0f s",
                          SINGLY_S, extra={"shard_id": shard_id})
-                self._singly_until[shard_id] = loop.time() + SINGLY_S
-                return list(await asyncio.gather(*(one(r) for r in requests)))
+                self._singly_until[shard_id] = asyncio.get_running_loop().time() + SINGLY_S
+                return None
             if len(reply.outcomes) != len(requests):  # (a bad answer: nothing is sure)
                 return [Answer("unsure", f"{len(reply.outcomes)} answers to "
                                          f"{len(requests)} tables")] * len(requests)
             return [_outcome(o) for o in reply.outcomes]
+
+        async def send(requests: list[table_pb2.CreateTableRequest]) -> list[Answer]:
+            if len(requests) > 1 and \
+                    asyncio.get_running_loop().time() >= self._singly_until.get(shard_id, 0.0):
+                answers = await together(requests)
+                if answers is not None:
+                    return answers
+            return list(await asyncio.gather(*(one(r) for r in requests)))
         return send
 
     async def cancel(self, shard_id: str, table_id: str, placement_id: str) -> Answer:

@@ -126,17 +126,18 @@ class TableAuthority(table_pb2_grpc.TableAuthorityServiceServicer):
                     refusal = ServiceError(grpc.StatusCode.INTERNAL, "", "the creation failed")
                 made.append(refusal)
         await self.shard.durable()
-        outcomes = []
-        for one in made:
-            if isinstance(one, str):
-                try:
-                    outcomes.append(table_pb2.CreateTableOutcome(created=self._created(one)))
-                    continue
-                except ServiceError as err:
-                    one = err
-            outcomes.append(table_pb2.CreateTableOutcome(refused=table_pb2.CreateTableRefusal(
-                code=one.status.value[0], reason=one.reason, message=one.message)))
-        return table_pb2.CreateTablesResponse(outcomes=outcomes)
+        return table_pb2.CreateTablesResponse(outcomes=[self._outcome(one) for one in made])
+
+    def _outcome(self, made: str | ServiceError) -> table_pb2.CreateTableOutcome:
+        """A CreateTables item's answer, once the journal is written: its table (`_created`),
+        or its refusal."""
+        if isinstance(made, str):
+            try:
+                return table_pb2.CreateTableOutcome(created=self._created(made))
+            except ServiceError as err:
+                made = err
+        return table_pb2.CreateTableOutcome(refused=table_pb2.CreateTableRefusal(
+            code=made.status.value[0], reason=made.reason, message=made.message))
 
     def _create(self, request: table_pb2.CreateTableRequest) -> str:
         """The table asked for, created in memory (its journal record not yet stored): its
