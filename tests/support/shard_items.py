@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from machiavelox import codec, rules
 from machiavelox._gen.v1 import table_pb2
 from machiavelox.table.gateway_link import GatewayLink
@@ -44,3 +46,26 @@ async def play_to_end(shard: Shard, link: GatewayLink, table_id: str,
         await shard.durable()
         await link.flush()
         shard.settle(later)
+
+
+def ticking_clock(start_ms: int = 1_000, step_ms: int = 3) -> Callable[[], int]:
+    """A shard's rules clock that moves `step_ms` on at every reading."""
+    now = [start_ms]
+
+    def clock() -> int:
+        now[0] += step_ms
+        return now[0]
+    return clock
+
+
+def recording_link(shard: Shard) -> tuple[GatewayLink, list[table_pb2.ConnectResponse]]:
+    """A gateway's link to `shard`, in process: the frames the shard sends on it are kept in
+    the list (a test may clear it to drop them)."""
+    sent: list[table_pb2.ConnectResponse] = []
+
+    async def write(frame: table_pb2.ConnectResponse) -> None:
+        sent.append(frame)
+
+    link = GatewayLink("gw", write, window_s=0, gated=True)
+    shard.links.add(link)
+    return link, sent

@@ -22,7 +22,6 @@ run with the link too.
 from __future__ import annotations
 
 import asyncio
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from machiavelox.local.processes import Proc, check_all_clean, free_port, start
 from tests.services.matchmaking.test_lost_tables import until_assigned
 from tests.support.agora import STEP_S, next_update, reason, tokens
 from tests.support.client import bearer
+from tests.support.scrape import handled, started
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -61,31 +61,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Proc
         yield procs
     finally:
         check_all_clean(reversed(list(procs.values())))
-
-
-def metrics(proc: Proc) -> str:
-    port = proc.env["MACHIAVELOX_METRICS_PORT"]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        return str(reply.read().decode())
-
-
-def started(proc: Proc, method: str) -> float:
-    """matchmaking's count of calls of `method` started (its /metrics)."""
-    text = metrics(proc)
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("grpc_server_started_total{")
-               and f'grpc_method="{method}"' in line)
-
-
-def handled(proc: Proc, method: str) -> dict[str, float]:
-    """matchmaking's count of calls of `method` ended, by status (its /metrics)."""
-    text = metrics(proc)
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("grpc_server_handled_total{") and f'grpc_method="{method}"' in line:
-            code = line.partition('grpc_code="')[2].partition('"')[0]
-            out[code] = out.get(code, 0.0) + float(line.rsplit(" ", 1)[1])
-    return out
 
 
 async def queue_together(gateway: Proc, names: list[str]

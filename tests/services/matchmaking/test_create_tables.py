@@ -16,7 +16,6 @@ without the fallback.
 from __future__ import annotations
 
 import asyncio
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from machiavelox.platform.tls import InternalTls
 from machiavelox.rules import MatchKind
 from tests.support.agora import STEP_S, reason
 from tests.support.fake_shards import fake_shards, place
+from tests.support.scrape import handled
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,16 +58,6 @@ def shard(tmp_path: Path) -> Iterator[Proc]:
         yield proc
     finally:
         check_all_clean([proc])
-
-
-def handled(proc: Proc, method: str) -> float:
-    """The shard's count of `method` calls ended (its /metrics)."""
-    port = proc.env["MACHIAVELOX_METRICS_PORT"]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("grpc_server_handled_total{")
-               and f'grpc_method="{method}"' in line)
 
 
 def placement(n: int) -> Placement:
@@ -92,11 +82,11 @@ async def test_a_round_goes_in_one_call_each_table_answered(shard: Proc) -> None
                                                  "created", "refused", "refused"]
             assert answers[1].why == "FAILED_PRECONDITION table/cancelled"
             assert answers[5].why == answers[6].why == "FAILED_PRECONDITION shard/full"
-            assert handled(shard, "CreateTables") == 1 and handled(shard, "CreateTable") == 0
+            assert handled(shard, "CreateTables") == {"OK": 1} and not handled(shard, "CreateTable")
             # the same placements again: their tables (idempotent), the full shard still full
             again = await create_all(client, 0, 2, 7)
             assert [a.kind for a in again] == ["created", "created", "refused"]
-            assert handled(shard, "CreateTables") == 2
+            assert handled(shard, "CreateTables") == {"OK": 2}
             load = await stub.GetLoad(table_pb2.GetLoadRequest(), timeout=STEP_S)
             assert load.tables == CAPACITY
             missing = await stub.CheckTables(table_pb2.CheckTablesRequest(

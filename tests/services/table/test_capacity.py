@@ -11,11 +11,9 @@ from __future__ import annotations
 import pytest
 
 from machiavelox import rules
-from machiavelox._gen.v1 import table_pb2
 from machiavelox.platform.errors import ServiceError
-from machiavelox.table.gateway_link import GatewayLink
 from machiavelox.table.shard import Shard
-from tests.support.shard_items import play_to_end
+from tests.support.shard_items import play_to_end, recording_link, ticking_clock
 
 PLAYERS = ["ann", "bob", "cy"]
 
@@ -25,19 +23,8 @@ def _create(shard: Shard, table_id: str) -> None:
 
 
 async def test_a_full_shard_refuses_and_an_ended_table_frees_its_place() -> None:
-    now = [1_000]
-
-    def clock() -> int:
-        now[0] += 3
-        return now[0]
-
-    shard = Shard("shard-0", 2, clock, resume_grace_s=10)
-
-    async def write(frame: table_pb2.ConnectResponse) -> None:
-        pass
-
-    link = GatewayLink("gw", write, window_s=0, gated=True)
-    shard.links.add(link)
+    shard = Shard("shard-0", 2, ticking_clock(), resume_grace_s=10)
+    link, _ = recording_link(shard)
     _create(shard, "shard-0.t0")
     _create(shard, "shard-0.t1")
     assert shard.full

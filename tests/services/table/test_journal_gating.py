@@ -19,7 +19,7 @@ from machiavelox.table.host import INTERRUPTED
 from machiavelox.table.journal_store import LOAD, StoredFrame, open_journal
 from machiavelox.table.recovery import gather, recover
 from machiavelox.table.shard import Shard
-from tests.support.shard_items import action_item, subscribe_item
+from tests.support.shard_items import action_item, subscribe_item, ticking_clock
 
 PLAYERS = ["ann", "bob", "cy"]
 TABLE = "shard-0.t"
@@ -96,14 +96,8 @@ async def test_checkpoints_keep_the_store_to_the_open_tables(tmp_path: Path) -> 
     restarted shard reads a checkpoint first, restores the open table exactly, and not the
     closed one. Would fail if a checkpoint missed a table's records or kept closed tables."""
     url = f"sqlite:///{tmp_path / 'journal.sqlite3'}"
-    now = [1_000]
-
-    def clock() -> int:
-        now[0] += 7
-        return now[0]
-
     store = await open_journal(url, "shard-0")
-    shard = Shard("shard-0", 10, clock, resume_grace_s=0)
+    shard = Shard("shard-0", 10, ticking_clock(step_ms=7), resume_grace_s=0)
     await recover(shard, store)
     journal = shard.journal
     assert journal is not None

@@ -19,13 +19,11 @@ from pathlib import Path
 import pytest
 
 from machiavelox import rules
-from machiavelox._gen.v1 import table_pb2
-from machiavelox.table.gateway_link import GatewayLink
 from machiavelox.table.host import TableHost
 from machiavelox.table.journal_store import open_journal
 from machiavelox.table.recovery import recover
 from machiavelox.table.shard import Shard
-from tests.support.shard_items import play_to_end
+from tests.support.shard_items import play_to_end, recording_link, ticking_clock
 
 PLAYERS = ["ann", "bob", "cy"]
 
@@ -42,21 +40,9 @@ def no_cycle_collector() -> Iterator[None]:
 
 @pytest.mark.usefixtures("no_cycle_collector")
 async def test_ended_tables_leave_memory_and_are_freed(tmp_path: Path) -> None:
-    now = [1_000]
-
-    def clock() -> int:
-        now[0] += 3
-        return now[0]
-
-    shard = Shard("shard-0", 100, clock, resume_grace_s=10)
+    shard = Shard("shard-0", 100, ticking_clock(), resume_grace_s=10)
     await recover(shard, await open_journal(f"sqlite:///{tmp_path / 'j.sqlite3'}", "shard-0"))
-    sent: list[table_pb2.ConnectResponse] = []
-
-    async def write(frame: table_pb2.ConnectResponse) -> None:
-        sent.append(frame)
-
-    link = GatewayLink("gw", write, window_s=0, gated=True)
-    shard.links.add(link)
+    link, sent = recording_link(shard)
     hosts: list[weakref.ref[TableHost]] = []
     for n in range(20):
         table_id = f"shard-0.t{n}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from machiavelox import rules
 from machiavelox._gen.v1 import table_pb2, table_pb2_grpc
 from machiavelox.local.processes import Proc, aio_channel, free_port, start
+from tests.support.scrape import metrics
 from tests.support.shard_items import action_item
 
 PLAYERS = ["ann", "bob", "cy"]
@@ -38,10 +38,7 @@ def shard(tmp_path: Path, drain_s: float) -> Proc:
 
 
 def scrape(proc: Proc, name: str) -> float:
-    port = proc.env["MACHIAVELOX_METRICS_PORT"]
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
-    [value] = [line.rsplit(" ", 1)[1] for line in text.splitlines()
+    [value] = [line.rsplit(" ", 1)[1] for line in metrics(proc).splitlines()
                if line.startswith(name + "{")]
     return float(value)
 
