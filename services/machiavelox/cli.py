@@ -23,6 +23,9 @@ SERVICES = {
     "bots": ("machiavelox.bots.main", "bot players that queue and play through the gateway"),
     "play": ("machiavelox.client.app", "play in the terminal, as a person (a Textual client)"),
 }
+# the services that serve until SIGTERM (`platform/entry.py` run_service)
+SERVERS = frozenset({"table", "gateway", "matchmaking", "scoring", "presence", "controller",
+                     "bot-host"})
 
 
 def stop_with_parent() -> None:
@@ -45,11 +48,12 @@ def _stop_before_serving(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in SERVICES:
-        # SIGTERM before the service serves (its imports, a shard's recovery) stops it
-        # cleanly, exit code 0, as one while serving does (`platform/server.py` takes the
-        # signal over then): a supervisor or Kubernetes may stop a service that is still
-        # starting (its restart after a crash), and nothing of it was in use yet
-        signal.signal(signal.SIGTERM, _stop_before_serving)
+        if args[0] in SERVERS:
+            # SIGTERM before the service serves (its imports, a shard's recovery) stops it
+            # cleanly, exit code 0, as one while serving does (`platform/server.py` takes
+            # the signal over then): a supervisor or Kubernetes may stop a service that is
+            # still starting (its restart after a crash), and nothing of it was in use yet
+            signal.signal(signal.SIGTERM, _stop_before_serving)
         stop_with_parent()
         module = importlib.import_module(SERVICES[args[0]][0])
         code: int = module.main(args[1:])
