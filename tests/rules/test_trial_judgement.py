@@ -15,7 +15,8 @@ from machiavelox.rules.board import Board
 from machiavelox.rules.cards import ALL_CARDS, Card
 from machiavelox.rules.melds import is_regular
 from machiavelox.rules.state import CalataStatus
-from machiavelox.rules.trial import Judged, Search, _Branch, order_key, viable
+from machiavelox.rules.structure import viable
+from machiavelox.rules.trial import Judged, Search, _Branch, order_key
 
 from .sim.invariants import check_all
 from .sim.oracle import oracle_judgement

@@ -31,13 +31,12 @@ alive are tables the cards can still make regular.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from .board import Board, Op, OpKind
 from .cards import Card
-from .melds import FULL_CIRCLE, MAX_RUN_BEFORE_SPLIT
+from .structure import bring, code, long_run_possible, viable_coded
 
 Work = frozenset[int]  # seqs of trial ops
 
@@ -46,108 +45,6 @@ def order_key(work: Collection[int]) -> tuple[int, tuple[int, ...]]:
     """Smallest first; among equal sizes, the work that came first (the earliest op in which
     two sets differ belongs to the one that goes first): the order of a search over subsets."""
     return len(work), tuple(sorted(work))
-
-
-# --------------------------------------------------------------------------- structure
-def viable(stay: Collection[Card], able: Collection[Card]) -> bool:
-    """Can a regular meld (M3) hold every card of `stay`, with cards of `able` only (`stay`
-    among them)? A run: one suit, a stretch of the circle every rank of which `able` has
-    (twice over the ranks that `stay` holds twice: a run round the circle, M3.3); a set: one
-    rank, distinct suits, three or four of them among `able`."""
-    have = [0] * 52
-    for c in able:
-        have[_face(c)] += 1
-    return viable_faces(sorted(_face(c) for c in stay), have)
-
-
-def _face(c: Card) -> int:
-    return (c.rank - 1) * 4 + c.suit
-
-
-def viable_faces(stay: Sequence[int], have: Sequence[int]) -> bool:
-    """`viable` on faces (rank-1)*4 + suit: `stay` (with repeats), `have` counts per face."""
-    if not stay:
-        return True
-    rank, suit = divmod(stay[0], 4)
-    same_rank = all(f // 4 == rank for f in stay)
-    if same_rank and len(set(stay)) == len(stay) and sum(
-            1 for t in range(4) if have[rank * 4 + t]) >= 3:
-        return True  # M3.4
-    if any(f % 4 != suit for f in stay):
-        return False
-    count = [0] * (FULL_CIRCLE + 1)
-    for r in range(FULL_CIRCLE):
-        count[r + 1] = have[r * 4 + suit]
-    need = [0] * (FULL_CIRCLE + 1)
-    for f in stay:
-        need[f // 4 + 1] += 1
-    twice = [r for r in range(1, FULL_CIRCLE + 1) if need[r] == 2]
-    if not twice:
-        return _in_one_stretch([r for r in range(1, FULL_CIRCLE + 1) if need[r]],
-                               [x >= 1 for x in count], 3)
-    # round the circle: every rank, and the ranks held twice inside one stretch held twice
-    if any(count[r] == 0 for r in range(1, FULL_CIRCLE + 1)):
-        return False
-    return _in_one_stretch(twice, [x >= 2 for x in count], 1)
-
-
-def _in_one_stretch(ranks: Sequence[int], present: Sequence[bool], least: int) -> bool:
-    """Do `ranks` lie in one stretch of the circle of ranks that are all `present`, of at least
-    `least` ranks?"""
-    if all(present[1:]):
-        return least <= FULL_CIRCLE
-    # the stretch around ranks[0]: walk down and up while present
-    start = ranks[0]
-    lo = start
-    while present[(lo - 2) % FULL_CIRCLE + 1] and (lo - 2) % FULL_CIRCLE + 1 != start:
-        lo = (lo - 2) % FULL_CIRCLE + 1
-    length = 0
-    inside: set[int] = set()
-    r = lo
-    while present[r] and length < FULL_CIRCLE:
-        inside.add(r)
-        length += 1
-        r = r % FULL_CIRCLE + 1
-    return length >= least and all(x in inside for x in ranks)
-
-
-def _long_run_possible(cards: Iterable[Card]) -> bool:
-    """Could these cards make a run of more than 10 (the only run that splits as it grows)?"""
-    ranks: dict[int, set[int]] = {}
-    for c in cards:
-        ranks.setdefault(c.suit, set()).add(c.rank)
-    return any(len(rs) > MAX_RUN_BEFORE_SPLIT for rs in ranks.values())
-
-
-def _code(cards: Iterable[Card]) -> int:
-    """A multiset of faces as one int: 4 bits per face (`_face`), a count in each."""
-    code = 0
-    for c in cards:
-        code += 1 << (((c.rank - 1) * 4 + c.suit) << 2)
-    return code
-
-
-def _bring(code: int, cards: Iterable[Card]) -> int:
-    """`code` with `cards` added, each face counted up to 2 only (`viable_faces` asks for one
-    or two), so that a card brought back many times never overflows into the next face."""
-    for c in cards:
-        shift = ((c.rank - 1) * 4 + c.suit) << 2
-        if (code >> shift) & 15 < 2:
-            code += 1 << shift
-    return code
-
-
-def _counts(code: int) -> list[int]:
-    return [(code >> (f << 2)) & 15 for f in range(52)]
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _viable_coded(stay: int, here: int, brought: int) -> bool:
-    """`viable_faces` for the faces that stay, those of the meld, those that may arrive (each
-    a `_code`): a pure function, remembered across searches."""
-    have = [a + b for a, b in zip(_counts(here), _counts(brought), strict=True)]
-    faces = [f for f, n in enumerate(_counts(stay)) for _ in range(n)]
-    return viable_faces(faces, have)
 
 
 # --------------------------------------------------------------------------- the search
@@ -263,7 +160,7 @@ class Search:
                 self.on_free.setdefault(u, []).append(i - 1)
             moved.update(self.step_cards[i - 1])
             if st.put:
-                brought = _bring(brought, st.op.cards)
+                brought = bring(brought, st.op.cards)
                 ids.update(start.lineage(st.op.dst))
         self.later_cache: dict[tuple[int, frozenset[int]], tuple[frozenset[int], int]] = {}
         self.prefix: tuple[_Branch | None, int] | None = None
@@ -287,8 +184,8 @@ class Search:
         consolidated board lands there, and that meld's cards never leave it."""
         pool = [c for cs in self.start.melds.values() for c in cs]
         pool += [c for st in self.steps for c in st.op.cards]
-        everything = _bring(0, pool)
-        still = not any(st.take for st in self.steps) and not _long_run_possible(pool)
+        everything = bring(0, pool)
+        still = not any(st.take for st in self.steps) and not long_run_possible(pool)
         out: dict[int, bool] = {}
         for i, st in enumerate(self.steps):
             seq = st.op.seq
@@ -301,7 +198,7 @@ class Search:
                 marks = self.judged_by.get(c.index, [])
                 if (c.index not in self.moved[i + 1] and len(marks) == len(self.melds)
                         and all(last == seq for _, last in marks)
-                        and not _viable_coded(_code((*beside, c)), 0, everything)):
+                        and not viable_coded(code((*beside, c)), 0, everything)):
                     out[seq] = False
                     break
         return out
@@ -529,12 +426,12 @@ class Search:
                 moving.update(self.step_cards[j])
                 st = self.steps[j]
                 if st.put:
-                    brought = _bring(brought, st.op.cards)
+                    brought = bring(brought, st.op.cards)
         return frozenset(moving), brought
 
     def _viable(self, stay: Sequence[Card], cards: Sequence[Card], brought: int) -> bool:
         """`viable(stay, cards + the cards brought)` (faces are all it uses)."""
-        return _viable_coded(_code(stay), _code(cards), brought)
+        return viable_coded(code(stay), code(cards), brought)
 
     def _judged(self, board: Board, c: Card) -> int:
         """The judged melds (bits) for which card `c` stands here as on the table."""
