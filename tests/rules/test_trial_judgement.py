@@ -190,6 +190,6 @@ def test_the_merge_key_keeps_faces_apart_with_nine_judged_melds() -> None:
         board = Board()
         board.new_meld(100, [c])
         search = Search([], board, [], {}, [], judged)
-        return search._key(_Branch(board, frozenset(), {}, frozenset(), search.all), 0)
+        return search._key(_Branch(board, 0, 0, frozenset(), search.all), 0)
 
     assert key_with(five_s) != key_with(five_h)

@@ -31,7 +31,7 @@ alive are tables the cards can still make regular.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .board import Board, Op, OpKind
@@ -70,12 +70,15 @@ class Judged:
 
 @dataclass
 class _Branch:
+    """One way through the replay. Trial ops are bits (`Search.bit`: the k-th lowest seq of
+    the search's trial ops is bit k, so the lowest bit in which two works differ is the op in
+    which the one that came first differs: `_first`)."""
+
     board: Board  # shared with other branches until an op changes it (then copied)
-    kept: Work  # trial ops kept so far (with what they stand on)
-    decided: dict[int, bool]  # trial op -> kept, for the ops that later steps still ask about
+    kept: int  # trial ops kept so far (with what they stand on)
+    known: int  # the trial ops decided (kept or left out) that later steps still ask about
     own_ids: frozenset[int]  # melds of the lineage the own ops touched so far
     alive: int  # the judged melds (bits) this branch may still make regular
-    out: frozenset[int] | None = None  # the trial ops left out among `decided` (`_later`)
     # the board is this branch's alone (copied for it, shared with no other branch, no choice
     # put aside): a step that decides nothing may change it in place
     owned: bool = False
@@ -88,8 +91,8 @@ class _Aside:
 
     step: int
     branch: _Branch
-    decided: dict[int, bool]
-    kept: Work
+    known: int
+    kept: int
 
 
 class _Replays:
@@ -132,48 +135,48 @@ class Search:
         self.meld_bits: dict[int, int] = {}
         for bit, m in enumerate(melds):
             self.meld_bits[m.id] = self.meld_bits.get(m.id, 0) | 1 << bit
+        # trial ops as bits (`_Branch`), and what each op stands on as a mask of them
+        self.seq_of = sorted(set(free).union(*stands_on.values()))
+        self.bit = {seq: 1 << k for k, seq in enumerate(self.seq_of)}
+        self.under = {seq: _mask(self.bit, us) for seq, us in stands_on.items()}
+        self.step_under = [self.under[st.op.seq] for st in steps]
         n = len(steps)
         # after step i-1 (before step i): the trial ops steps i.. ask about, the cards (by
         # index) they move and bring, the ids whose resolution they (and the judgement at
         # the end) use
-        self.asks: list[frozenset[int]] = [frozenset()] * (n + 1)
+        self.asks: list[int] = [0] * (n + 1)  # a mask of trial ops
         self.moved: list[frozenset[int]] = [frozenset()] * (n + 1)
         self.brought: list[int] = [0] * (n + 1)  # a `_code`, counts clamped at 2
         self.ids: list[frozenset[int]] = [frozenset()] * (n + 1)
-        self.on_free: dict[int, list[int]] = {}  # trial op -> the steps standing on it
         self.step_cards = [tuple(c.index for c in st.op.cards) for st in steps]
-        asks: set[int] = set()
+        asks = 0
         moved: set[int] = set()
         brought = 0
         ids: set[int] = {x for m in melds for x in start.lineage(m.id)}
         for i in range(n, -1, -1):
-            self.asks[i] = frozenset(asks)
+            self.asks[i] = asks
             self.moved[i] = frozenset(moved)
             self.brought[i] = brought
             self.ids[i] = frozenset(ids)
             if i == 0:
                 break
             st = steps[i - 1]
-            under = stands_on[st.op.seq]
-            asks |= under
-            for u in under:
-                self.on_free.setdefault(u, []).append(i - 1)
+            asks |= self.step_under[i - 1]
             moved.update(self.step_cards[i - 1])
             if st.put:
                 brought = bring(brought, st.op.cards)
                 ids.update(start.lineage(st.op.dst))
-        self.later_cache: dict[tuple[int, frozenset[int]], tuple[frozenset[int], int]] = {}
+        self.later_cache: dict[tuple[int, int], tuple[frozenset[int], int]] = {}
         self.prefix: tuple[_Branch | None, int] | None = None
-        self.hopeless = self._hopeless()
+        self.hopeless = _mask(self.bit, self._hopeless())  # decided from the start: left out
         # step i decides a trial op no earlier step stood on (every branch has decided those)
         self.decides: list[bool] = []
-        seen: set[int] = set(self.hopeless)
-        for st in steps:
-            under = stands_on[st.op.seq]
-            self.decides.append(not under <= seen)
+        seen = self.hopeless
+        for under in self.step_under:
+            self.decides.append(bool(under & ~seen))
             seen |= under
 
-    def _hopeless(self) -> dict[int, bool]:
+    def _hopeless(self) -> set[int]:
         """Trial ops that no way can keep, left out from the start (M5.4.3: a stray): the op
         puts a card on the lineage that no later op moves, the card of every judged meld as
         on the table (so where it lands is judged), and no regular meld can hold that card
@@ -186,7 +189,7 @@ class Search:
         pool += [c for st in self.steps for c in st.op.cards]
         everything = bring(0, pool)
         still = not any(st.take for st in self.steps) and not long_run_possible(pool)
-        out: dict[int, bool] = {}
+        out: set[int] = set()
         for i, st in enumerate(self.steps):
             seq = st.op.seq
             if not st.put or seq not in self.free or seq in out:
@@ -199,7 +202,7 @@ class Search:
                 if (c.index not in self.moved[i + 1] and len(marks) == len(self.melds)
                         and all(last == seq for _, last in marks)
                         and not viable_coded(code((*beside, c)), 0, everything)):
-                    out[seq] = False
+                    out.add(seq)
                     break
         return out
 
@@ -220,7 +223,7 @@ class Search:
         start, at = self._prefix()
         if start is None:
             return best
-        first = _Branch(start.board, frozenset(), dict(self.hopeless), start.own_ids, self.all)
+        first = _Branch(start.board, 0, self.hopeless, start.own_ids, self.all)
         first.alive = self._alive(first, at)
         if not first.alive:
             return best
@@ -230,13 +233,14 @@ class Search:
         while True:
             for bit, work in enumerate(self._run(limit, wanted, replays)):
                 if work is not None:
-                    best[bit] = work
+                    best[bit] = frozenset(self.seq_of[k] for k in range(work.bit_length())
+                                          if work >> k & 1)
                     wanted &= ~(1 << bit)
             if not wanted or not replays.aside:
                 return best
-            limit = min(len(choice.kept) for choice in replays.aside)
+            limit = min(choice.kept.bit_count() for choice in replays.aside)
 
-    def _run(self, limit: int, wanted: int, replays: _Replays) -> list[Work | None]:
+    def _run(self, limit: int, wanted: int, replays: _Replays) -> list[int | None]:
         """One replay of the branches that keep at most `limit` trial ops, for the judged
         melds `wanted` (bits): the first branch (on the first replay), then the choices put
         aside that fit the limit, each joining at the step it was put aside at; the least
@@ -244,7 +248,7 @@ class Search:
         resumed: dict[int, list[_Aside]] = {}
         kept_aside: list[_Aside] = []
         for choice in replays.aside:
-            if len(choice.kept) <= limit:
+            if choice.kept.bit_count() <= limit:
                 resumed.setdefault(choice.step, []).append(choice)
             else:
                 kept_aside.append(choice)
@@ -269,45 +273,44 @@ class Search:
                     branches = [br for br in branches if self._plain_step(br, st)]
                 else:
                     branches = [nb for br in branches
-                                if (nb := self._step(br, st, br.decided, br.kept, i + 1))
+                                if (nb := self._step(br, st, br.known, br.kept, i + 1))
                                 is not None]
                 continue
             seen = replays.seen.setdefault(i + 1, {})
             grown: dict[tuple[object, int], _Branch] = {}
-            ways = [(br, decided, kept) for br in branches
-                    for decided, kept in self._choices(br, st.op.seq)]
-            ways += [(choice.branch, choice.decided, choice.kept) for choice in taken]
-            for br, decided, kept in ways:
-                if len(kept) > limit:
-                    replays.aside.append(_Aside(i, br, decided, kept))
+            ways = [(br, known, kept) for br in branches
+                    for known, kept in self._choices(br, self.step_under[i])]
+            ways += [(choice.branch, choice.known, choice.kept) for choice in taken]
+            for br, known, kept in ways:
+                if kept.bit_count() > limit:
+                    replays.aside.append(_Aside(i, br, known, kept))
                     continue
                 if br.alive & ~wanted:  # melds answered since it was put aside
-                    br = _Branch(br.board, br.kept, br.decided, br.own_ids, br.alive & wanted,
-                                 br.out)
+                    br = _Branch(br.board, br.kept, br.known, br.own_ids, br.alive & wanted)
                     if not br.alive:
                         continue
-                nb = self._step(br, st, decided, kept, i + 1)
+                nb = self._step(br, st, known, kept, i + 1)
                 if nb is None:
                     continue
                 table = self._key(nb, i + 1)
                 if nb.alive & ~seen.get(table, 0) == 0:
                     continue  # reached keeping less in an earlier replay
                 old = grown.get((table, nb.alive))
-                if old is None or order_key(nb.kept) < order_key(old.kept):
+                if old is None or _first(nb.kept, old.kept):
                     grown[(table, nb.alive)] = nb
             for (table, alive) in grown:
                 seen[table] = seen.get(table, 0) | alive
             branches = list(grown.values())
-        best: list[Work | None] = [None] * len(self.melds)
+        found: list[int | None] = [None] * len(self.melds)
         for br in branches:
             for bit, m in enumerate(self.melds):
                 if not (br.alive & wanted) >> bit & 1:
                     continue
-                now = best[bit]
-                if (now is None or order_key(br.kept) < order_key(now)) and m.judge(
+                now = found[bit]
+                if (now is None or _first(br.kept, now)) and m.judge(
                         br.board, br.own_ids):
-                    best[bit] = br.kept
-        return best
+                    found[bit] = br.kept
+        return found
 
     def _prefix(self) -> tuple[_Branch | None, int]:
         """The steps before the first that stands on a trial op of `free` are the same in
@@ -318,7 +321,7 @@ class Search:
             own_ids: frozenset[int] = frozenset()
             at = 0
             made: _Branch | None = None
-            while at < len(self.steps) and not self.stands_on[self.steps[at].op.seq]:
+            while at < len(self.steps) and not self.step_under[at]:
                 st = self.steps[at]
                 op = st.op
                 if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
@@ -330,46 +333,40 @@ class Search:
                         own_ids = own_ids | frozenset(ids)
                 at += 1
             else:
-                made = _Branch(board, frozenset(), {}, own_ids, self.all)
+                made = _Branch(board, 0, 0, own_ids, self.all)
             self.prefix = (made, at)
         return self.prefix
 
-    def _choices(self, br: _Branch, seq: int) -> list[tuple[dict[int, bool], Work]]:
-        """Every way of deciding the trial ops op `seq` stands on that are not decided yet;
-        an op is kept only with all it stands on (the others would leave it out anyway)."""
-        out: list[tuple[dict[int, bool], Work]] = [(br.decided, br.kept)]
-        ask = self.stands_on[seq]
-        if not ask:
-            return out
-        for v in sorted(ask - br.decided.keys()):
-            grown: list[tuple[dict[int, bool], Work]] = []
-            for decided, kept in out:
-                if v in decided:
-                    grown.append((decided, kept))
+    def _choices(self, br: _Branch, ask: int) -> list[tuple[int, int]]:
+        """Every way (known, kept) of deciding the trial ops of `ask` (what a step stands
+        on) that are not decided yet, the first op first; an op is kept only with all it
+        stands on (the others would leave it out anyway)."""
+        out = [(br.known, br.kept)]
+        todo = ask & ~br.known
+        while todo:
+            v = todo & -todo
+            todo ^= v
+            under = self.under[self.seq_of[v.bit_length() - 1]]
+            grown: list[tuple[int, int]] = []
+            for known, kept in out:
+                if known & v:
+                    grown.append((known, kept))
                     continue
-                under = self.stands_on[v]
-                if all(decided.get(u, True) for u in under):
-                    keep = dict(decided)
-                    for u in under:
-                        keep[u] = True
-                    grown.append((keep, kept | under))
-                drop = dict(decided)
-                drop[v] = False
-                grown.append((drop, kept))
+                if not under & known & ~kept:  # nothing it stands on is left out
+                    grown.append((known | under, kept | under))
+                grown.append((known | v, kept))
             out = grown
         return out
 
-    def _step(self, br: _Branch, st: Step, decided: dict[int, bool], kept: Work,
+    def _step(self, br: _Branch, st: Step, known: int, kept: int,
               after: int) -> _Branch | None:
         """The branch after step `st` with these decisions, pruned (None: it is over). A new
         branch: `br` may be shared (other choices made from it, a choice put aside)."""
-        made = self._apply(br.board, br.own_ids, st, decided, owned=False)
+        made = self._apply(br.board, br.own_ids, st, kept, owned=False)
         if made is None:
             return None
         board, own_ids, owned = made
-        asks = self.asks[after]
-        nb = _Branch(board, kept, {k: v for k, v in decided.items() if k in asks}, own_ids,
-                     br.alive, owned=owned)
+        nb = _Branch(board, kept, known & self.asks[after], own_ids, br.alive, owned=owned)
         nb.alive = self._alive(nb, after)
         return nb if nb.alive else None
 
@@ -378,22 +375,20 @@ class Search:
         other branch or put-aside choice holds it: those are made at deciding steps, with the
         branch as it was before one); decisions, merging and pruning wait for the next step
         that asks. False if it is over (an own op cannot stand)."""
-        made = self._apply(br.board, br.own_ids, st, br.decided, br.owned)
+        made = self._apply(br.board, br.own_ids, st, br.kept, br.owned)
         if made is None:
             return False
         br.board, br.own_ids, br.owned = made
         return True
 
-    def _apply(self, board: Board, own_ids: frozenset[int], st: Step,
-               decided: dict[int, bool], owned: bool
+    def _apply(self, board: Board, own_ids: frozenset[int], st: Step, kept: int, owned: bool
                ) -> tuple[Board, frozenset[int], bool] | None:
         """A branch's board and own ids after step `st` (the board copied first unless
         `owned`), and whether the board is owned then; None if an own op cannot stand. The op
         does not apply if it stands on trial work left out."""
         op = st.op
-        for u in self.stands_on[op.seq]:
-            if not decided[u]:
-                return board, own_ids, owned
+        if self.under[op.seq] & ~kept:
+            return board, own_ids, owned
         if (st.take or op.kind is not OpKind.MOVE) and not board.can_apply(op):
             return None if op.seq in self.own else (board, own_ids, owned)
         if not owned:
@@ -407,15 +402,13 @@ class Search:
         """The cards (indices) that steps i.. of this branch can still move, and (interned)
         the faces of those they can bring: a step cannot apply if a trial op it stands on
         has been left out."""
-        out = br.out
-        if out is None:
-            out = br.out = frozenset(k for k, v in br.decided.items() if not v)
+        out = br.known & ~br.kept
         if not out:
             return self.moved[i], self.brought[i]
         got = self.later_cache.get((i, out))
         if got is None:
-            blocked = {j for u in out for j in self.on_free.get(u, ()) if j >= i}
-            got = self.later_cache[(i, out)] = self._gather(i, lambda j: j not in blocked)
+            under = self.step_under
+            got = self.later_cache[(i, out)] = self._gather(i, lambda j: not under[j] & out)
         return got
 
     def _gather(self, i: int, applies: Callable[[int], bool]) -> tuple[frozenset[int], int]:
@@ -514,4 +507,21 @@ class Search:
         creators = board.creators
         resolving = tuple(sorted(x for x in ids if x in born or creators.get(x, -1) in applied))
         own = tuple(sorted(x for x in own_ids if x in board.melds or x in ids))
-        return (tuple(melds), resolving, tuple(last), own, tuple(sorted(br.decided.items())))
+        return (tuple(melds), resolving, tuple(last), own, br.known, br.kept & br.known)
+
+
+def _mask(bit: Mapping[int, int], seqs: Iterable[int]) -> int:
+    out = 0
+    for seq in seqs:
+        out |= bit[seq]
+    return out
+
+
+def _first(a: int, b: int) -> bool:
+    """`order_key(a) < order_key(b)` for works as bits (`_Branch`): fewer ops, or as many and
+    the lowest op in which they differ is in `a` (the one whose work came first)."""
+    na, nb = a.bit_count(), b.bit_count()
+    if na != nb:
+        return na < nb
+    diff = a ^ b
+    return bool(a & diff & -diff)
