@@ -8,6 +8,8 @@ test_trial_properties.py.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from machiavelox.rules import Attach, Cancel, Declare, Move, Place, card
@@ -16,7 +18,7 @@ from machiavelox.rules.cards import ALL_CARDS, Card
 from machiavelox.rules.melds import is_regular
 from machiavelox.rules.state import CalataStatus
 from machiavelox.rules.structure import viable
-from machiavelox.rules.trial import Judged, Search, _Branch, order_key
+from machiavelox.rules.trial import Judged, Search, _Branch, _first, order_key
 
 from .sim.invariants import check_all
 from .sim.oracle import oracle_judgement
@@ -164,6 +166,22 @@ def test_order_key_is_smallest_then_first_arrived() -> None:
     assert order_key({9}) < order_key({1, 2})
     assert order_key({1, 9}) < order_key({2, 3})
     assert order_key({1, 3}) < order_key({1, 4})
+
+
+def test_the_search_orders_works_as_bits_as_order_key_does() -> None:
+    """trial._first: the search keeps a work as bits (the k-th lowest trial op is bit k), and
+    compares two by popcount, then by the lowest bit they differ in; that must be order_key's
+    order on the ops the bits stand for, for every pair (equal works: neither goes first)."""
+    rng = random.Random(14)
+    seqs = sorted(rng.sample(range(1, 400), 24))
+    for _ in range(5000):
+        a, b = rng.getrandbits(len(seqs)), rng.getrandbits(len(seqs))
+        if rng.random() < 0.3:  # as many ops: the tie-break decides
+            b = int("".join(rng.sample(f"{a:0{len(seqs)}b}", len(seqs))), 2)
+        work_a = {seq for k, seq in enumerate(seqs) if a >> k & 1}
+        work_b = {seq for k, seq in enumerate(seqs) if b >> k & 1}
+        assert _first(a, b) == (order_key(work_a) < order_key(work_b)), (work_a, work_b)
+        assert _first(b, a) == (order_key(work_b) < order_key(work_a)), (work_a, work_b)
 
 
 def test_a_search_with_no_step_on_trial_work_judges_the_lineage_as_it_is() -> None:
