@@ -18,10 +18,10 @@ from machiavelox.rules.cards import ALL_CARDS, Card
 from machiavelox.rules.melds import is_regular
 from machiavelox.rules.state import CalataStatus
 from machiavelox.rules.structure import viable
-from machiavelox.rules.trial import Judged, Search, _Branch, _first, order_key
+from machiavelox.rules.trial import Judged, Search, _Branch, _first
 
 from .sim.invariants import check_all
-from .sim.oracle import oracle_judgement
+from .sim.oracle import oracle_judgement, order_key
 from .sim.positions import P1, P2, P3, cards, kinds, meld_with, melds, position
 
 

@@ -41,12 +41,6 @@ from .structure import bring, code, long_run_possible, viable_coded
 Work = frozenset[int]  # seqs of trial ops
 
 
-def order_key(work: Collection[int]) -> tuple[int, tuple[int, ...]]:
-    """Smallest first; among equal sizes, the work that came first (the earliest op in which
-    two sets differ belongs to the one that goes first): the order of a search over subsets."""
-    return len(work), tuple(sorted(work))
-
-
 # --------------------------------------------------------------------------- the search
 @dataclass(frozen=True)
 class Step:
@@ -70,8 +64,8 @@ class Judged:
 
 @dataclass
 class _Branch:
-    """One way through the replay. Trial ops are bits (`Search.bit`: the k-th lowest seq of
-    the search's trial ops is bit k, so the lowest bit in which two works differ is the op in
+    """One way through the replay. Trial ops are bits (`Search.seq_of`: the k-th lowest seq
+    of the search's trial ops is bit k, so the lowest bit in which two works differ is the op in
     which the one that came first differs: `_first`)."""
 
     board: Board  # shared with other branches until an op changes it (then copied)
@@ -122,7 +116,6 @@ class Search:
         self.steps = steps
         self.start = start
         self.free = free
-        self.stands_on = stands_on
         self.own = own
         self.melds = melds
         self.all = (1 << len(melds)) - 1
@@ -137,8 +130,8 @@ class Search:
             self.meld_bits[m.id] = self.meld_bits.get(m.id, 0) | 1 << bit
         # trial ops as bits (`_Branch`), and what each op stands on as a mask of them
         self.seq_of = sorted(set(free).union(*stands_on.values()))
-        self.bit = {seq: 1 << k for k, seq in enumerate(self.seq_of)}
-        self.under = {seq: _mask(self.bit, us) for seq, us in stands_on.items()}
+        bit_of = {seq: 1 << k for k, seq in enumerate(self.seq_of)}
+        self.under = {seq: _mask(bit_of, us) for seq, us in stands_on.items()}
         self.step_under = [self.under[st.op.seq] for st in steps]
         n = len(steps)
         # after step i-1 (before step i): the trial ops steps i.. ask about, the cards (by
@@ -168,7 +161,7 @@ class Search:
                 ids.update(start.lineage(st.op.dst))
         self.later_cache: dict[tuple[int, int], tuple[frozenset[int], int]] = {}
         self.prefix: tuple[_Branch | None, int] | None = None
-        self.hopeless = _mask(self.bit, self._hopeless())  # decided from the start: left out
+        self.hopeless = _mask(bit_of, self._hopeless())  # decided from the start: left out
         # step i decides a trial op no earlier step stood on (every branch has decided those)
         self.decides: list[bool] = []
         seen = self.hopeless
@@ -214,7 +207,7 @@ class Search:
         ops (the limit becomes their size), each from the step where it was put aside; and so
         on, while any is left. So every branch is replayed once, and in order of the size of
         the work it keeps: the first answer found for a meld is its least (an answer is the
-        smallest work first, `order_key`, and within one replay the merge keeps the first).
+        smallest work first, `_first`, and within one replay the merge keeps the first).
         A branch taken up again that reaches, at a deciding step, a table that a branch
         keeping less reached there in an earlier replay, with no judged meld that one could
         not still make regular, is dropped (`_Replays.seen`): the same table and choices
@@ -518,8 +511,9 @@ def _mask(bit: Mapping[int, int], seqs: Iterable[int]) -> int:
 
 
 def _first(a: int, b: int) -> bool:
-    """`order_key(a) < order_key(b)` for works as bits (`_Branch`): fewer ops, or as many and
-    the lowest op in which they differ is in `a` (the one whose work came first)."""
+    """Does work `a` come before work `b` (as bits, `_Branch`) in the order of a search over
+    subsets (tests/rules/sim/oracle.py): fewer ops, or as many and the lowest op in which they
+    differ is in `a` (the one whose work came first)?"""
     na, nb = a.bit_count(), b.bit_count()
     if na != nb:
         return na < nb

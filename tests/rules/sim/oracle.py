@@ -31,6 +31,15 @@ from machiavelox.rules.state import Calata, CalataStatus
 MAX_TRIAL_OPS = 12  # beyond this the oracle would take too long: the caller skips the case
 
 
+def order_key(work: Iterable[int]) -> tuple[int, tuple[int, ...]]:
+    """The order in which this oracle tries subsets (`combinations` over the ops in arrival
+    order): smallest first; among equal sizes, the work that came first (the earliest op in
+    which two sets differ belongs to the one that goes first). The engine's search keeps it
+    too (`trial._first`)."""
+    ordered = tuple(sorted(work))
+    return len(ordered), ordered
+
+
 class TooBig(Exception):
     """More trial ops on one meld than the oracle is willing to try all subsets of."""
 
