@@ -139,7 +139,7 @@ class Search:
         # the end) use
         self.asks: list[int] = [0] * (n + 1)  # a mask of trial ops
         self.moved: list[frozenset[int]] = [frozenset()] * (n + 1)
-        self.brought: list[int] = [0] * (n + 1)  # a `_code`, counts clamped at 2
+        self.brought: list[int] = [0] * (n + 1)  # a `code`, counts clamped at 2
         self.ids: list[frozenset[int]] = [frozenset()] * (n + 1)
         self.step_cards = [tuple(c.index for c in st.op.cards) for st in steps]
         asks = 0
@@ -400,20 +400,16 @@ class Search:
             return self.moved[i], self.brought[i]
         got = self.later_cache.get((i, out))
         if got is None:
-            under = self.step_under
-            got = self.later_cache[(i, out)] = self._gather(i, lambda j: not under[j] & out)
+            moving: set[int] = set()
+            brought = 0
+            for j in range(i, len(self.steps)):
+                if not self.step_under[j] & out:  # (it stands on nothing left out)
+                    moving.update(self.step_cards[j])
+                    st = self.steps[j]
+                    if st.put:
+                        brought = bring(brought, st.op.cards)
+            got = self.later_cache[(i, out)] = (frozenset(moving), brought)
         return got
-
-    def _gather(self, i: int, applies: Callable[[int], bool]) -> tuple[frozenset[int], int]:
-        moving: set[int] = set()
-        brought = 0
-        for j in range(i, len(self.steps)):
-            if applies(j):
-                moving.update(self.step_cards[j])
-                st = self.steps[j]
-                if st.put:
-                    brought = bring(brought, st.op.cards)
-        return frozenset(moving), brought
 
     def _viable(self, stay: Sequence[Card], cards: Sequence[Card], brought: int) -> bool:
         """`viable(stay, cards + the cards brought)` (faces are all it uses)."""
